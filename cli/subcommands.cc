@@ -1,0 +1,15 @@
+// The subcommand table. To add one: write cli/NAME_command.{h,cc} exporting
+// `extern const Subcommand kNameCommand;`, include it here and add a row.
+#include "cli/convert_command.h"
+#include "cli/subcommand.h"
+
+namespace bbprof::cli {
+
+std::span<const Subcommand> AllSubcommands() {
+  static const Subcommand kTable[] = {
+      kConvertCommand,
+  };
+  return kTable;
+}
+
+}  // namespace bbprof::cli

@@ -1,0 +1,26 @@
+# Shared compile settings for every bbprof target.
+add_library(bbprof_options INTERFACE)
+target_compile_options(bbprof_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+  -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  $<$<BOOL:${BBPROF_WERROR}>:-Werror>)
+target_include_directories(bbprof_options INTERFACE ${PROJECT_SOURCE_DIR})
+if(BBPROF_SANITIZE)
+  target_compile_options(bbprof_options INTERFACE
+    -fsanitize=${BBPROF_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(bbprof_options INTERFACE -fsanitize=${BBPROF_SANITIZE})
+endif()
+
+# bbprof_add_test(NAME SOURCES... LIBS ...): one GoogleTest binary, registered
+# with CTest test by test so a failure names the test.
+function(bbprof_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main GTest::gmock bbprof_options)
+  target_compile_definitions(${name} PRIVATE
+    BBPROF_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    BBPROF_SHARED_DIR="${PROJECT_SOURCE_DIR}/../shared"
+    BBPROF_BINARY="$<TARGET_FILE:bbprof>")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES ENVIRONMENT "BBPROF_BINARY=$<TARGET_FILE:bbprof>")
+endfunction()

@@ -1,0 +1,221 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/util/temp_dir.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+
+namespace bbprof::trace {
+namespace {
+
+using bbprof::testing::ReadFile;
+using bbprof::testing::TempDir;
+
+struct Line {
+  TimeNs ts;
+  Kind kind;
+  std::string sender, receiver, callid, pathid;
+};
+
+// Reads a whole trace; on error returns the reader's message in *error.
+std::vector<Line> ReadAll(const std::string& path, std::string* error,
+                          ReaderOptions opts = {}) {
+  std::vector<Line> out;
+  auto r = OpenTraceReader(path, nullptr, opts);
+  if (!r.ok()) {
+    *error = r.status().message();
+    return out;
+  }
+  Record rec;
+  while ((*r)->Next(rec)) {
+    out.push_back({rec.ts_ns, rec.kind, std::string((*r)->nodes().Name(rec.sender)),
+                   std::string((*r)->nodes().Name(rec.receiver)),
+                   std::string(rec.callid), std::string(rec.pathid)});
+  }
+  *error = (*r)->status().ok() ? "" : (*r)->status().message();
+  return out;
+}
+
+TEST(TextFormatTest, ReadsThePapersExample) {
+  TempDir dir;
+  // Section 6.5 of the paper: spaces and tabs mixed, CALL_SENT/RET_SENT.
+  std::string p = dir.Write("paper.trace",
+                            "1047680084.482205\tCALL_SENT\tnodeA nodeB\tid37\n"
+                            "1047680084.483575\tRET_SENT\tnodeB nodeA\tid37\n");
+  std::string err;
+  auto lines = ReadAll(p, &err);
+  ASSERT_EQ(err, "");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].ts, 1047680084482205000);
+  EXPECT_EQ(lines[0].kind, Kind::kCall);
+  EXPECT_EQ(lines[0].sender, "nodeA");
+  EXPECT_EQ(lines[0].receiver, "nodeB");
+  EXPECT_EQ(lines[0].callid, "id37");
+  EXPECT_EQ(lines[1].kind, Kind::kReturn);
+  EXPECT_EQ(lines[1].sender, "nodeB");
+}
+
+TEST(TextFormatTest, KeepsMetaCommentsBlankLinesAndPathids) {
+  TempDir dir;
+  std::string p = dir.Write("m.trace",
+                            "#bbprof-trace 1\n"
+                            "#meta source=capture iface=eth1\n"
+                            "# a comment\n"
+                            "\n"
+                            "1.0\tMSG\ta\tb\t-\n"
+                            "2.0\tCALL\tclient\tWS1\tc9\tp17\n");
+  auto r = OpenTraceReader(p);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ((*r)->meta().size(), 1u);
+  EXPECT_EQ((*r)->meta()[0], "source=capture iface=eth1");
+  std::string err;
+  auto lines = ReadAll(p, &err);
+  ASSERT_EQ(err, "");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].callid, "");
+  EXPECT_EQ(lines[0].kind, Kind::kMessage);
+  EXPECT_EQ(lines[1].pathid, "p17");
+}
+
+TEST(TextFormatTest, WriterProducesCanonicalTextThatReadsBack) {
+  TempDir dir;
+  NodeTable nodes;
+  auto w = OpenTraceWriter(dir.File("out.trace"), &nodes, TraceFormat::kText);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->WriteMeta("source=test").ok());
+  Record rec;
+  rec.ts_ns = 1047680084482205000;
+  rec.kind = Kind::kCall;
+  rec.sender = nodes.Intern("nodeA");
+  rec.receiver = nodes.Intern("nodeB");
+  rec.callid = "id37";
+  ASSERT_TRUE((*w)->Write(rec).ok());
+  rec.kind = Kind::kMessage;
+  rec.callid = {};
+  rec.pathid = "7";
+  ASSERT_TRUE((*w)->Write(rec).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(ReadFile(dir.File("out.trace")),
+            "#bbprof-trace 1\n"
+            "#meta source=test\n"
+            "1047680084.482205000\tCALL\tnodeA\tnodeB\tid37\n"
+            "1047680084.482205000\tMSG\tnodeA\tnodeB\t-\t7\n");
+}
+
+TEST(TextFormatTest, UnclosedWriterLeavesNothingBehind) {
+  TempDir dir;
+  NodeTable nodes;
+  {
+    auto w = OpenTraceWriter(dir.File("gone.trace"), &nodes);
+    ASSERT_TRUE(w.ok());
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("gone.trace")));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(TextFormatTest, CompressedFilesRoundTrip) {
+  for (const char* name : {"c.trace.gz", "c.trace.zst"}) {
+    TempDir dir;
+    NodeTable nodes;
+    auto w = OpenTraceWriter(dir.File(name), &nodes);
+    ASSERT_TRUE(w.ok());
+    Record rec;
+    rec.sender = nodes.Intern("a");
+    rec.receiver = nodes.Intern("b");
+    for (int i = 0; i < 100000; ++i) {
+      rec.ts_ns = i * 1000;
+      rec.kind = i % 2 ? Kind::kReturn : Kind::kCall;
+      ASSERT_TRUE((*w)->Write(rec).ok());
+    }
+    ASSERT_TRUE((*w)->Close().ok());
+    std::string err;
+    auto lines = ReadAll(dir.File(name), &err);
+    EXPECT_EQ(err, "") << name;
+    ASSERT_EQ(lines.size(), 100000u) << name;
+    EXPECT_EQ(lines.back().ts, 99999 * 1000);
+  }
+}
+
+struct BadCase {
+  const char* contents;
+  const char* message;  // after "FILE:"
+};
+
+class TextFormatErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(TextFormatErrorTest, NamesFileLineAndWhatIsWrong) {
+  TempDir dir;
+  std::string p = dir.Write("bad.trace", GetParam().contents);
+  std::string err;
+  ReadAll(p, &err);
+  EXPECT_EQ(err, p + ":" + GetParam().message);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllRules, TextFormatErrorTest,
+    ::testing::Values(
+        BadCase{"1.0\tCALL\ta\tb\n",
+                "1: too few fields (expected 5 or 6: timestamp kind sender "
+                "receiver callid [pathid]), found 4"},
+        BadCase{"1.0\tCALL\ta\tb\tc\td\te\n",
+                "1: too many fields (expected at most 6: timestamp kind "
+                "sender receiver callid pathid)"},
+        BadCase{"#bbprof-trace 1\n1.0x\tCALL\ta\tb\tc\n",
+                "2: bad timestamp '1.0x' (expected seconds since the epoch "
+                "with 0 to 9 fraction digits, e.g. 1047680084.482205)"},
+        BadCase{"1.0\tCALLX\ta\tb\tc\n",
+                "1: unknown kind 'CALLX' (expected CALL, RET or MSG)"},
+        BadCase{"1.0\tCALL\ta(1\tb\tc\n",
+                "1: bad sender: node name 'a(1' contains reserved character "
+                "'('"},
+        BadCase{"1.0\tCALL\ta\tb;\tc\n",
+                "1: bad receiver: node name 'b;' contains reserved character "
+                "';'"},
+        BadCase{"2.0\tCALL\ta\tb\tc\n1.5\tRET\tb\ta\tc\n",
+                "2: timestamp 1.500000000 is earlier than the previous "
+                "message's 2.000000000 (a trace must be in time order; sort "
+                "it with 'bbprof merge')"},
+        BadCase{"#bbprof-trace 2\n",
+                "1: unsupported trace version '2' (this bbprof reads version "
+                "1)"}));
+
+TEST(TextFormatTest, OverlongNameIsRejected) {
+  TempDir dir;
+  std::string p =
+      dir.Write("long.trace", "1.0\tCALL\t" + std::string(256, 'x') + "\tb\tc\n");
+  std::string err;
+  ReadAll(p, &err);
+  EXPECT_EQ(err, p + ":1: bad sender: node name longer than 255 bytes");
+}
+
+TEST(TextFormatTest, SkipBadLinesCountsThem) {
+  TempDir dir;
+  std::string p = dir.Write("skip.trace",
+                            "1.0\tCALL\ta\tb\tc\n"
+                            "garbage\n"
+                            "2.0\tRET\tb\ta\tc\n");
+  ReaderOptions opts;
+  opts.skip_bad_lines = true;
+  auto r = OpenTraceReader(p, nullptr, opts);
+  ASSERT_TRUE(r.ok());
+  Record rec;
+  int n = 0;
+  while ((*r)->Next(rec)) ++n;
+  EXPECT_TRUE((*r)->status().ok());
+  EXPECT_EQ(n, 2);
+  EXPECT_EQ((*r)->bad_lines_skipped(), 1u);
+  EXPECT_EQ((*r)->first_bad_line_error(),
+            p + ":2: too few fields (expected 5 or 6: timestamp kind sender "
+                "receiver callid [pathid]), found 1");
+}
+
+TEST(TextFormatTest, MissingFileIsAClearError) {
+  auto r = OpenTraceReader("/nonexistent/x.trace");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "/nonexistent/x.trace: cannot open: No such file or directory");
+}
+
+}  // namespace
+}  // namespace bbprof::trace

@@ -1,0 +1,51 @@
+// TempDir: a fresh directory for one test, removed with everything in it.
+#ifndef BBPROF_TESTS_UTIL_TEMP_DIR_H_
+#define BBPROF_TESTS_UTIL_TEMP_DIR_H_
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace bbprof::testing {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "bbprof-test-XXXXXX").string();
+    char* p = mkdtemp(tmpl.data());
+    if (p != nullptr) path_ = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+  // Writes `contents` to NAME in the directory and returns its path.
+  std::string Write(const std::string& name, const std::string& contents) const {
+    std::string p = File(name);
+    std::ofstream(p, std::ios::binary) << contents;
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace bbprof::testing
+
+#endif  // BBPROF_TESTS_UTIL_TEMP_DIR_H_

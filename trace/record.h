@@ -1,0 +1,60 @@
+// Record: one message of the unified trace format (shared/spec/trace-format.md),
+// the currency between the capture side (capture/, maketrace/, skewer/, merge)
+// and the analysis side (nesting/, convolution/).
+//
+// Timestamps are integer nanoseconds since the Unix epoch, never floating
+// point, so a trace survives any number of read/write cycles exactly. Node
+// names are interned once in a NodeTable and carried as small integer ids.
+// callid and pathid are views into the reader's buffer: valid until the next
+// call to TraceReader::Next(); copy them if you keep them.
+#ifndef BBPROF_TRACE_RECORD_H_
+#define BBPROF_TRACE_RECORD_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace bbprof::trace {
+
+using NodeId = uint32_t;
+using TimeNs = int64_t;  // nanoseconds since the Unix epoch (or a relative origin)
+
+enum class Kind : uint8_t {
+  kCall = 0,     // "CALL" (also read: "CALL_SENT")
+  kReturn = 1,   // "RET"  (also read: "RET_SENT")
+  kMessage = 2,  // "MSG": free-form, neither call nor return
+};
+
+// The canonical spelling written in text traces.
+constexpr std::string_view KindName(Kind k) {
+  switch (k) {
+    case Kind::kCall:
+      return "CALL";
+    case Kind::kReturn:
+      return "RET";
+    case Kind::kMessage:
+      return "MSG";
+  }
+  return "?";
+}
+
+struct Record {
+  TimeNs ts_ns = 0;
+  NodeId sender = 0;
+  NodeId receiver = 0;
+  Kind kind = Kind::kMessage;
+  // Empty when unknown (written "-").
+  std::string_view callid;
+  // Ground-truth path instance (maketrace only); empty when unknown. Analysis
+  // must never look at it except in evaluation.
+  std::string_view pathid;
+};
+
+constexpr TimeNs kNsPerSecond = 1'000'000'000;
+
+constexpr double NsToSeconds(TimeNs ns) {
+  return static_cast<double>(ns) / static_cast<double>(kNsPerSecond);
+}
+
+}  // namespace bbprof::trace
+
+#endif  // BBPROF_TRACE_RECORD_H_
