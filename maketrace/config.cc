@@ -399,8 +399,8 @@ class Parser {
     for (const std::string& n : pool) {
       std::string why = trace::CheckNodeName(n);
       if (!why.empty()) {
-        return Error("bad node name '" + n + "' in '" + std::string(text) +
-                     "': " + why);
+        return Error(why + " in '" + std::string(text) +
+                     "' (expected node names separated by '|')");
       }
     }
     return Status::Ok();

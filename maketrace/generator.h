@@ -13,6 +13,7 @@
 #ifndef BBPROF_MAKETRACE_GENERATOR_H_
 #define BBPROF_MAKETRACE_GENERATOR_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -160,9 +161,10 @@ class SnifferModel {
       busy_until_ = service_ns_;
       return true;
     }
-    // Packets waiting (not yet started) at time t, the one in service aside.
-    const double backlog = (busy_until_ - t) / service_ns_ - 1.0;
-    if (backlog > queue_ - 1e-9) return false;
+    // Packets in the device at time t (ceil of the remaining work, one of
+    // them in service); the others wait in the queue.
+    const double in_system = std::ceil((busy_until_ - t) / service_ns_ - 1e-9);
+    if (in_system - 1.0 >= queue_) return false;
     busy_until_ = (busy_until_ > t ? busy_until_ : t) + service_ns_;
     return true;
   }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -41,6 +42,29 @@ std::string HexHash(uint64_t h) {
   return buf;
 }
 
+}  // namespace
+
+std::string FileNameFor(std::string_view host) {
+  // Node names may hold '/' (J2EE components) or start with '.': escape
+  // everything but a safe set as %XX so each host gets its own plain file.
+  std::string out;
+  for (size_t i = 0; i < host.size(); ++i) {
+    const auto c = static_cast<unsigned char>(host[i]);
+    const bool safe = std::isalnum(c) || c == '_' || c == '-' || c == ':' ||
+                      c == '@' || c == '+' || (c == '.' && i > 0);
+    if (safe) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+namespace {
+
 // Per-host views (for clock-skew estimation, issue #8): each host's file
 // holds every message it sent, stamped at the send time, and every message
 // it received, stamped at send time + a network transit time drawn per
@@ -61,8 +85,7 @@ class HostViews {
     const char* ext = format == trace::TraceFormat::kBinary ? ".bbt" : ".trace";
     hosts_.resize(nodes_->size());
     for (trace::NodeId id = 0; id < nodes_->size(); ++id) {
-      const std::string path =
-          dir + "/" + std::string(nodes_->Name(id)) + ext;
+      const std::string path = dir + "/" + FileNameFor(nodes_->Name(id)) + ext;
       auto w = trace::OpenTraceWriter(path, nodes_, format);
       if (!w.ok()) return w.status();
       hosts_[id].writer = std::move(*w);

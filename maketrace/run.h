@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "maketrace/config.h"
@@ -36,6 +37,10 @@ struct RunSummary {
 };
 
 Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts);
+
+// The per-host view file name of a host (without extension): the name with
+// '/', a leading '.', and other unsafe bytes written as %XX.
+std::string FileNameFor(std::string_view host);
 
 // A human summary of a run, several lines (for standard error).
 std::string FormatSummary(const Config& config, const RunSummary& s);
