@@ -17,13 +17,27 @@ using trace::NodeId;
 using trace::TimeNs;
 
 size_t FormatDecimal(uint64_t v, char* buf) {
-  char tmp[20];
-  size_t n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  for (size_t i = 0; i < n; ++i) buf[i] = tmp[n - 1 - i];
+  // Two digits per division, written backwards from the known length.
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536"
+      "37383940414243444546474849505152535455565758596061626364656667686970717273"
+      "7475767778798081828384858687888990919293949596979899";
+  size_t n = 1;
+  for (uint64_t x = v; x >= 10; x /= 10) ++n;
+  size_t i = n;
+  while (v >= 100) {
+    const auto d = static_cast<size_t>(v % 100) * 2;
+    v /= 100;
+    buf[--i] = kPairs[d + 1];
+    buf[--i] = kPairs[d];
+  }
+  if (v >= 10) {
+    const auto d = static_cast<size_t>(v) * 2;
+    buf[--i] = kPairs[d + 1];
+    buf[--i] = kPairs[d];
+  } else {
+    buf[--i] = static_cast<char>('0' + v);
+  }
   return n;
 }
 
@@ -94,6 +108,22 @@ Generator::CStep Generator::Compile(const Step& s, trace::NodeTable* nodes) {
 void Generator::Push(TimeNs ts, EventType type, uint32_t index) {
   heap_.push_back({ts, seq_++, type, index});
   std::push_heap(heap_.begin(), heap_.end(), Later());
+}
+
+void Generator::SiftDown() {
+  const size_t n = heap_.size();
+  size_t i = 0;
+  const Event moving = heap_[0];
+  const Later later;
+  while (true) {
+    size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && later(heap_[c], heap_[c + 1])) ++c;
+    if (!later(moving, heap_[c])) break;
+    heap_[i] = heap_[c];
+    i = c;
+  }
+  heap_[i] = moving;
 }
 
 bool Generator::MayStart(TimeNs ts) const {
@@ -242,17 +272,23 @@ TimeNs Generator::StartInstance(uint32_t t, TimeNs ts) {
 
 bool Generator::Next(Message* out) {
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later());
-    Event ev = heap_.back();
-    heap_.pop_back();
+    const Event ev = heap_.front();
+    if (ev.type == kSlot &&
+        slots_[ev.index].next + 1 < slots_[ev.index].msgs.size()) {
+      // The common case: the instance has more messages. Replace the top by
+      // its next message and sift it down: one pass instead of a pop and a
+      // push.
+      heap_.front().ts_ns = slots_[ev.index].msgs[slots_[ev.index].next + 1].ts_ns;
+      SiftDown();
+    } else {
+      std::pop_heap(heap_.begin(), heap_.end(), Later());
+      heap_.pop_back();
+    }
     switch (ev.type) {
       case kSlot: {
         Slot& slot = slots_[ev.index];
         const Pending& p = slot.msgs[slot.next++];
-        if (slot.next < slot.msgs.size()) {
-          heap_.push_back({slot.msgs[slot.next].ts_ns, ev.seq, kSlot, ev.index});
-          std::push_heap(heap_.begin(), heap_.end(), Later());
-        } else {
+        if (slot.next == slot.msgs.size()) {
           free_slots_.push_back(ev.index);
           --in_flight_;
         }

@@ -111,6 +111,7 @@ class Generator {
 
   CStep Compile(const Step& s, trace::NodeTable* nodes);
   void Push(trace::TimeNs ts, EventType type, uint32_t index);
+  void SiftDown();  // restores the heap after heap_[0] grew later
   bool MayStart(trace::TimeNs ts) const;
   // Generates one instance of tracelet `t` starting at `ts`; returns its end.
   trace::TimeNs StartInstance(uint32_t t, trace::TimeNs ts);
