@@ -411,6 +411,9 @@ class Parser {
       return Error("tracelet: expected a name: 'tracelet NAME [style=rpc|"
                    "message] [instances=N] [think=MIN..MAX] [rate=R/s]'");
     }
+    if (config_.tracelets.size() >= 65536) {
+      return Error("more than 65536 tracelets");
+    }
     Tracelet t;
     t.name = std::string(args[0]);
     t.line = line_;

@@ -106,7 +106,8 @@ Generator::CStep Generator::Compile(const Step& s, trace::NodeTable* nodes) {
 }
 
 void Generator::Push(TimeNs ts, EventType type, uint32_t index) {
-  heap_.push_back({ts, seq_++, type, index});
+  heap_.push_back({ts, (seq_++ << 26) | (static_cast<uint64_t>(type) << 24) |
+                           index});
   std::push_heap(heap_.begin(), heap_.end(), Later());
 }
 
@@ -231,6 +232,13 @@ TimeNs Generator::StartInstance(uint32_t t, TimeNs ts) {
     while (i + 1 < ct.roots.size() && u >= ct.cumulative_weight[i]) ++i;
     root = &ct.roots[i];
   }
+  if (free_slots_.empty() && slots_.size() >= kMaxSlots) {
+    status_ = Status::Error(
+        "more than " + std::to_string(kMaxSlots) +
+        " instances in flight at once (lower a tracelet's rate= or "
+        "instances=, or shorten its delays)");
+    return ts;  // Next() stops at once
+  }
   const uint32_t s = NewSlot();
   Slot& slot = slots_[s];
   slot.pathid = next_pathid_++;
@@ -273,23 +281,24 @@ TimeNs Generator::StartInstance(uint32_t t, TimeNs ts) {
 bool Generator::Next(Message* out) {
   while (!heap_.empty()) {
     const Event ev = heap_.front();
-    if (ev.type == kSlot &&
-        slots_[ev.index].next + 1 < slots_[ev.index].msgs.size()) {
+    if (!status_.ok()) return false;
+    if (ev.type() == kSlot &&
+        slots_[ev.index()].next + 1 < slots_[ev.index()].msgs.size()) {
       // The common case: the instance has more messages. Replace the top by
       // its next message and sift it down: one pass instead of a pop and a
       // push.
-      heap_.front().ts_ns = slots_[ev.index].msgs[slots_[ev.index].next + 1].ts_ns;
+      heap_.front().ts_ns = slots_[ev.index()].msgs[slots_[ev.index()].next + 1].ts_ns;
       SiftDown();
     } else {
       std::pop_heap(heap_.begin(), heap_.end(), Later());
       heap_.pop_back();
     }
-    switch (ev.type) {
+    switch (ev.type()) {
       case kSlot: {
-        Slot& slot = slots_[ev.index];
+        Slot& slot = slots_[ev.index()];
         const Pending& p = slot.msgs[slot.next++];
         if (slot.next == slot.msgs.size()) {
-          free_slots_.push_back(ev.index);
+          free_slots_.push_back(ev.index());
           --in_flight_;
         }
         if (!p.duplicate) {
@@ -318,19 +327,19 @@ bool Generator::Next(Message* out) {
       case kClient:
       case kArrival: {
         if (!MayStart(ev.ts_ns)) continue;
-        const TimeNs end = StartInstance(ev.index, ev.ts_ns);
-        const Tracelet& t = *tracelets_[ev.index].src;
-        if (ev.type == kClient) {
+        const TimeNs end = StartInstance(ev.index(), ev.ts_ns);
+        const Tracelet& t = *tracelets_[ev.index()].src;
+        if (ev.type() == kClient) {
           const double think =
               t.think_min_ns + rng_.Uniform() * (t.think_max_ns - t.think_min_ns);
           // At least 1 ns later, so a zero-length instance with zero think
           // time cannot stall the clock.
           Push(std::max<TimeNs>(end + std::llround(think), ev.ts_ns + 1), kClient,
-               ev.index);
+               ev.index());
         } else {
           Push(ev.ts_ns + std::max<TimeNs>(
                               1, std::llround(rng_.Exponential(1e9 / t.rate_per_s))),
-               kArrival, ev.index);
+               kArrival, ev.index());
         }
         continue;
       }

@@ -67,6 +67,8 @@ class Generator {
   bool Next(Message* out);
 
   const GeneratorStats& stats() const { return stats_; }
+  // Not OK when generation stopped early (too much work in flight).
+  const Status& status() const { return status_; }
 
  private:
   struct CStep {
@@ -97,15 +99,18 @@ class Generator {
     uint64_t pathid = 0;
   };
   enum EventType : uint32_t { kSlot, kClient, kArrival, kOneway };
+  // 16 bytes: the timestamp, then a tag whose high bits are the push order
+  // (ties go first-pushed first, deterministically) and whose low 26 bits
+  // hold the type and the slot or tracelet index.
   struct Event {
     trace::TimeNs ts_ns;
-    uint64_t seq;
-    EventType type;
-    uint32_t index;
+    uint64_t tag;
+    EventType type() const { return static_cast<EventType>((tag >> 24) & 3); }
+    uint32_t index() const { return static_cast<uint32_t>(tag & 0xFFFFFF); }
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
-      return a.ts_ns != b.ts_ns ? a.ts_ns > b.ts_ns : a.seq > b.seq;
+      return a.ts_ns != b.ts_ns ? a.ts_ns > b.ts_ns : a.tag > b.tag;
     }
   };
 
@@ -143,6 +148,8 @@ class Generator {
   trace::TimeNs end_ns_ = 0;  // 0: no duration limit
   uint64_t message_limit_ = 0;
   GeneratorStats stats_;
+  Status status_;
+  static constexpr size_t kMaxSlots = size_t{1} << 24;  // Event::index bits
 };
 
 // Section 7.5.5: a capture device with a peak capture rate and a finite

@@ -209,6 +209,7 @@ Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts) {
     ++sum.written;
   }
   progress.Finish();
+  BBPROF_RETURN_IF_ERROR(gen.status());
   sum.gen = gen.stats();
   char par[32];
   std::snprintf(par, sizeof par, "%.3f", sum.gen.MeanParallelism());
