@@ -116,7 +116,9 @@ class Generator {
 
   CStep Compile(const Step& s, trace::NodeTable* nodes);
   void Push(trace::TimeNs ts, EventType type, uint32_t index);
+  void SiftUp(size_t i);
   void SiftDown();  // restores the heap after heap_[0] grew later
+  void PopTop();
   bool MayStart(trace::TimeNs ts) const;
   // Generates one instance of tracelet `t` starting at `ts`; returns its end.
   trace::TimeNs StartInstance(uint32_t t, trace::TimeNs ts);
