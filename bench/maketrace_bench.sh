@@ -39,3 +39,9 @@ for ext in bbt trace; do
     "$ext" "$n" "$(echo "$size / 1000000" | bc -l)" "$g" \
     "$(echo "$n / $g / 1000000" | bc -l)" "$c" "$(echo "$g / $c" | bc -l)"
 done
+
+# The same text generation to a pipe, without the file system: the cost of
+# generating and formatting alone.
+g=$(best sh -c "'$bbprof' maketrace '$config' -o - --messages $messages -q > /dev/null")
+printf 'text to /dev/null via stdout: maketrace %.3f s = %5.2f M msg/s\n' "$g" \
+  "$(echo "$messages / $g / 1000000" | bc -l)"
