@@ -102,6 +102,9 @@ bool ParseRate(std::string_view s, double* out) {
   return true;
 }
 
+constexpr double kMaxDelayNs = 1e15;
+constexpr size_t kMaxSteps = 1000;
+
 // MEAN or MEAN±SD (also MEAN+-SD); SD may be a percentage of MEAN.
 std::string ParseDelay(std::string_view s, Delay* out) {
   size_t pm = s.find("\xC2\xB1");
@@ -124,6 +127,10 @@ std::string ParseDelay(std::string_view s, Delay* out) {
       err = ParseDuration(sd, &d.sd_ns);
       if (!err.empty()) return err;
     }
+  }
+  if (d.mean_ns > kMaxDelayNs || d.sd_ns > kMaxDelayNs) {
+    return "'" + std::string(s) + "' is too long for a delay (at most 1e15 ns, "
+           "about 11 days)";
   }
   *out = d;
   return "";
@@ -264,8 +271,9 @@ class Parser {
   Status StartLine(const std::vector<std::string_view>& args) {
     return OneArg("start", args, [&](std::string_view a) {
       trace::TimeNs ns;
-      if (!trace::ParseTimestamp(a, &ns)) {
-        return "expected epoch seconds like 1047680084.5, not '" +
+      if (!trace::ParseTimestamp(a, &ns) || ns > 4'000'000'000'000'000'000) {
+        return "expected epoch seconds up to 4000000000 like 1047680084.5, "
+               "not '" +
                std::string(a) + "'";
       }
       config_.start_ns = ns;
@@ -483,6 +491,7 @@ class Parser {
     config_.tracelets.push_back(std::move(t));
     tracelet_ = &config_.tracelets.back();
     stack_.clear();
+    steps_ = 0;
     return Status::Ok();
   }
 
@@ -514,6 +523,10 @@ class Parser {
     s.callee_text = std::string(w[0]);
     s.callee_pool = SplitPool(w[0]);
     BBPROF_RETURN_IF_ERROR(CheckPool(s.callee_pool, w[0]));
+    if (++steps_ > kMaxSteps) {
+      return Error("tracelet '" + tracelet_->name + "' has more than " +
+                   std::to_string(kMaxSteps) + " steps");
+    }
     const bool rpc = tracelet_->style == TraceletStyle::kRpc;
     bool have_weight = false;
     for (size_t i = 1; i < w.size(); ++i) {
@@ -601,10 +614,15 @@ class Parser {
   Config config_;
   Tracelet* tracelet_ = nullptr;
   size_t root_indent_ = 0;
+  size_t steps_ = 0;
   std::vector<Level> stack_;
 };
 
 }  // namespace
+
+// Bounds that keep every timestamp sum inside int64 nanoseconds: start
+// <= 4e18, length <= 1e17, an instance <= kMaxSteps * kMaxDelayNs <= 1e18.
+constexpr double kMaxDurationNs = 1e17;
 
 std::string ParseDuration(std::string_view s, double* ns) {
   static constexpr std::pair<std::string_view, double> kUnits[] = {
@@ -617,6 +635,10 @@ std::string ParseDuration(std::string_view s, double* ns) {
       if (!ParseDouble(s.substr(0, s.size() - unit.size()), &v) || v < 0) {
         return "expected a non-negative duration like 10ms, 200us or 1.5s, "
                "not '" + std::string(s) + "'";
+      }
+      if (v * scale > kMaxDurationNs) {
+        return "'" + std::string(s) +
+               "' is too long (at most 1e17 ns, about 3 years)";
       }
       *ns = v * scale;
       return "";

@@ -78,7 +78,7 @@ Generator::Generator(const Config& config, uint64_t seed,
   for (uint32_t i = 0; i < tracelets_.size(); ++i) {
     const Tracelet& t = *tracelets_[i].src;
     if (t.rate_per_s > 0) {
-      Push(config.start_ns + std::llround(rng_.Exponential(1e9 / t.rate_per_s)),
+      Push(config.start_ns + std::llround(std::min(1e17, rng_.Exponential(1e9 / t.rate_per_s))),
            kArrival, i);
     } else {
       for (uint32_t c = 0; c < t.instances; ++c) {
@@ -88,8 +88,8 @@ Generator::Generator(const Config& config, uint64_t seed,
     }
   }
   if (config.oneway_rate_per_s > 0) {
-    Push(config.start_ns + std::llround(noise_rng_.Exponential(
-                               1e9 / config.oneway_rate_per_s)),
+    Push(config.start_ns + std::llround(std::min(1e17, noise_rng_.Exponential(
+                               1e9 / config.oneway_rate_per_s))),
          kOneway, 0);
   }
 }
@@ -152,8 +152,18 @@ void Generator::PopTop() {
   if (!heap_.empty()) SiftDown();
 }
 
-bool Generator::MayStart(TimeNs ts) const {
+bool Generator::MayStart(TimeNs ts) {
   if (end_ns_ != 0 && ts >= end_ns_) return false;
+  if (ts > kMaxStartNs) {
+    // An instance spans at most 4e18 ns (1000 steps of at most 2e15 ns,
+    // twice), so starting later could overflow int64 nanoseconds.
+    if (status_.ok()) {
+      status_ = Status::Error(
+          "the trace would run past the year 2128 (its timestamps would "
+          "overflow): lower the length or raise the tracelets' rates");
+    }
+    return false;
+  }
   if (message_limit_ != 0 && generated_ >= message_limit_) return false;
   return true;
 }
@@ -166,7 +176,9 @@ TimeNs Generator::Draw(const Delay& d) {
   do {
     x = d.mean_ns + d.sd_ns * rng_.Gaussian();
   } while (x < 0);
-  return std::llround(x);
+  // A draw dozens of SDs out cannot push a timestamp past int64 (the
+  // parser bounds means and SDs by 1e15 ns).
+  return std::llround(std::min(x, 2e15));
 }
 
 NodeId Generator::Pick(const std::vector<NodeId>& pool) {
@@ -285,7 +297,7 @@ TimeNs Generator::StartInstance(uint32_t t, TimeNs ts) {
       do {
         x = a.mean_ns + a.sd_ns * noise_rng_.Gaussian();
       } while (x < 0);
-      d.ts_ns += std::llround(x);
+      d.ts_ns += std::llround(std::min(x, 2e15));
       d.duplicate = true;
       d.order = static_cast<uint32_t>(slot.msgs.size());
       slot.msgs.push_back(d);
@@ -362,7 +374,7 @@ bool Generator::Next(Message* out) {
                ev.index());
         } else {
           Push(ev.ts_ns + std::max<TimeNs>(
-                              1, std::llround(rng_.Exponential(1e9 / t.rate_per_s))),
+                              1, std::llround(std::min(1e17, rng_.Exponential(1e9 / t.rate_per_s)))),
                kArrival, ev.index());
         }
         continue;
@@ -382,8 +394,8 @@ bool Generator::Next(Message* out) {
         out->pathid = 0;
         ++generated_;
         ++stats_.oneway_noise;
-        Push(ev.ts_ns + std::max<TimeNs>(1, std::llround(noise_rng_.Exponential(
-                                                1e9 / config_.oneway_rate_per_s))),
+        Push(ev.ts_ns + std::max<TimeNs>(1, std::llround(std::min(1e17, noise_rng_.Exponential(
+                                                1e9 / config_.oneway_rate_per_s)))),
              kOneway, 0);
         break;
       }

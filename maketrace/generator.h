@@ -119,7 +119,7 @@ class Generator {
   void SiftUp(size_t i);
   void SiftDown();  // restores the heap after heap_[0] grew later
   void PopTop();
-  bool MayStart(trace::TimeNs ts) const;
+  bool MayStart(trace::TimeNs ts);
   // Generates one instance of tracelet `t` starting at `ts`; returns its end.
   trace::TimeNs StartInstance(uint32_t t, trace::TimeNs ts);
   trace::TimeNs GenCall(const CStep& s, trace::NodeId caller,
@@ -151,6 +151,7 @@ class Generator {
   uint64_t message_limit_ = 0;
   GeneratorStats stats_;
   Status status_;
+  static constexpr trace::TimeNs kMaxStartNs = 5'000'000'000'000'000'000;
   static constexpr size_t kMaxSlots = size_t{1} << 24;  // Event::index bits
 };
 

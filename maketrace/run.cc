@@ -103,7 +103,7 @@ class HostViews {
     do {
       x = config_.network.mean_ns + config_.network.sd_ns * rng_.Gaussian();
     } while (x < config_.network_min_ns && config_.network.sd_ns > 0);
-    x = std::max(x, config_.network_min_ns);
+    x = std::min(std::max(x, config_.network_min_ns), 1e16);
     Host& h = hosts_[m.receiver];
     h.in_transit.push_back({m.ts_ns + std::llround(x), seq_++, m});
     std::push_heap(h.in_transit.begin(), h.in_transit.end(), Later());
@@ -209,7 +209,7 @@ Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts) {
     ++sum.written;
   }
   progress.Finish();
-  BBPROF_RETURN_IF_ERROR(gen.status());
+  BBPROF_RETURN_IF_ERROR(gen.status().WithContext(config.name));
   sum.gen = gen.stats();
   char par[32];
   std::snprintf(par, sizeof par, "%.3f", sum.gen.MeanParallelism());

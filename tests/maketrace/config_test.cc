@@ -125,6 +125,12 @@ TEST(ConfigTest, ErrorsNameTheLineAndWhatWasExpected) {
   EXPECT_EQ(ErrorOf("loss 120%\n"),
             "t.conf:1: loss: expected a loss probability like 0.01 or 1%, not "
             "'120%'");
+  EXPECT_EQ(ErrorOf(head + "  a -> b delay=300h\n"),
+            "t.conf:3: delay=: '300h' is too long for a delay (at most 1e15 "
+            "ns, about 11 days)");
+  EXPECT_EQ(ErrorOf("duration 10000000h\n"),
+            "t.conf:1: duration: '10000000h' is too long (at most 1e17 ns, "
+            "about 3 years)");
   EXPECT_EQ(ErrorOf("tracelet t think=3s..1s\n"),
             "t.conf:1: tracelet: think=MIN..MAX needs MIN <= MAX");
 }

@@ -467,6 +467,23 @@ TEST(GeneratorTest, PerHostViewsSeeEveryMessageTwice) {
   EXPECT_NEAR(net.Mean(), 300e3, 3e3 + kZ * 100e3 / std::sqrt(net.n));
 }
 
+TEST(GeneratorTest, RefusesToOverflowTimestamps) {
+  TempDir dir;
+  Result<Config> d = ParseConfig(
+      "start 4000000000\nmessages 1G\ntracelet t rate=1/h\n  a -> b\n",
+      "big.conf");
+  ASSERT_TRUE(d.ok());
+  RunOptions o;
+  o.output = dir.File("t.trace");
+  o.quiet = true;
+  Result<RunSummary> r = RunMaketrace(*d, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "big.conf: the trace would run past the year 2128 (its timestamps "
+            "would overflow): lower the length or raise the tracelets' rates");
+  EXPECT_EQ(ReadFile(dir.File("t.trace")), "");
+}
+
 TEST(GeneratorTest, HostFileNamesAreEscaped) {
   EXPECT_EQ(FileNameFor("WS1"), "WS1");
   EXPECT_EQ(FileNameFor("10.0.0.1:80"), "10.0.0.1:80");
