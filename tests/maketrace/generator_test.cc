@@ -508,3 +508,37 @@ TEST(GeneratorTest, SamplesParseAndTheMultitierSizesMatchTable1) {
 
 }  // namespace
 }  // namespace bbprof::maketrace
+
+namespace bbprof::maketrace {
+namespace {
+
+// The added-delay sample: only WS2 waits 200 ms more between its return from
+// AUTH and its call to AP1|AP2 (section 7.2).
+TEST(GeneratorTest, AddedDelaySampleDelaysOnlyWs2) {
+  TempDir dir;
+  Result<Config> c = LoadConfig(std::string(BBPROF_SOURCE_DIR) +
+                                "/samples/multitier-added-delay.conf");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  c->duration_ns = 60e9;
+  MustRun(*c, dir.File("t.trace"));
+  Sample ws1, ws2;
+  for (auto& [pid, msgs] : ByPath(ReadAll(dir.File("t.trace")))) {
+    TimeNs auth_ret = -1, ap_call = -1;
+    std::string ws;
+    for (const Line& l : msgs) {
+      if (l.kind == Kind::kReturn && l.sender == "AUTH") auth_ret = l.ts;
+      if (l.kind == Kind::kCall && l.receiver.starts_with("AP")) {
+        ap_call = l.ts;
+        ws = l.sender;
+      }
+    }
+    if (ap_call < 0) continue;  // login or static
+    ASSERT_GE(auth_ret, 0);
+    (ws == "WS2" ? ws2 : ws1).Add(static_cast<double>(ap_call - auth_ret));
+  }
+  ExpectGaussian(ws1, 2e6, 0.5e6, "WS1 gap");
+  ExpectGaussian(ws2, 202e6, 0.5e6, "WS2 gap");
+}
+
+}  // namespace
+}  // namespace bbprof::maketrace
