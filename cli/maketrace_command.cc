@@ -84,8 +84,10 @@ int Run(std::span<const std::string> args) {
     const std::string s = cl.Get<std::string>("duration");
     std::string err = maketrace::ParseDuration(s, &opts.duration_ns);
     if (!err.empty() || opts.duration_ns <= 0) {
-      return cl.UsageError("--duration: expected a positive duration like "
-                           "500s or 10min, not '" + s + "'");
+      return cl.UsageError(
+          "--duration: expected a positive duration like "
+          "500s or 10min, not '" +
+          s + "'");
     }
   }
   if (cl.Has("messages")) {
@@ -112,7 +114,8 @@ int Run(std::span<const std::string> args) {
   if (!config.ok()) return cl.Fail(config.status());
   auto sum = maketrace::RunMaketrace(*config, opts);
   if (!sum.ok()) return cl.Fail(sum.status());
-  if (!cl.quiet()) std::fputs(maketrace::FormatSummary(*config, *sum).c_str(), stderr);
+  if (!cl.quiet())
+    std::fputs(maketrace::FormatSummary(*config, *sum).c_str(), stderr);
   return kExitOk;
 }
 

@@ -129,7 +129,8 @@ std::string ParseDelay(std::string_view s, Delay* out) {
     }
   }
   if (d.mean_ns > kMaxDelayNs || d.sd_ns > kMaxDelayNs) {
-    return "'" + std::string(s) + "' is too long for a delay (at most 1e15 ns, "
+    return "'" + std::string(s) +
+           "' is too long for a delay (at most 1e15 ns, "
            "about 11 days)";
   }
   *out = d;
@@ -141,7 +142,8 @@ std::vector<std::string> SplitPool(std::string_view s) {
   size_t i = 0;
   while (true) {
     size_t bar = s.find('|', i);
-    out.emplace_back(s.substr(i, bar == std::string_view::npos ? bar : bar - i));
+    out.emplace_back(
+        s.substr(i, bar == std::string_view::npos ? bar : bar - i));
     if (bar == std::string_view::npos) break;
     i = bar + 1;
   }
@@ -170,8 +172,7 @@ class Parser {
                            ": no tracelet (expected at least one "
                            "'tracelet NAME' block)");
     }
-    if (require_length_ && config_.duration_ns == 0 &&
-        config_.messages == 0) {
+    if (require_length_ && config_.duration_ns == 0 && config_.messages == 0) {
       return Status::Error(file_ +
                            ": no length (expected 'duration D' or "
                            "'messages N', or --duration/--messages)");
@@ -206,8 +207,9 @@ class Parser {
     if (body.empty()) return Status::Ok();
     if (indent > 0) {
       if (tracelet_ == nullptr) {
-        return Error("indented line outside a tracelet (expected a "
-                     "'tracelet NAME' line before it)");
+        return Error(
+            "indented line outside a tracelet (expected a "
+            "'tracelet NAME' line before it)");
       }
       return StepLine(indent, body);
     }
@@ -217,7 +219,8 @@ class Parser {
     std::vector<std::string_view> args(w.begin() + 1, w.end());
     if (kw == "tracelet") return TraceletLine(args);
     if (kw == "start") return StartLine(args);
-    if (kw == "duration") return OneArg(kw, args, [&](std::string_view a) {
+    if (kw == "duration")
+      return OneArg(kw, args, [&](std::string_view a) {
         double ns;
         std::string err = ParseDuration(a, &ns);
         if (!err.empty()) return err;
@@ -225,15 +228,18 @@ class Parser {
         config_.duration_ns = ns;
         return std::string();
       });
-    if (kw == "messages") return OneArg(kw, args, [&](std::string_view a) {
+    if (kw == "messages")
+      return OneArg(kw, args, [&](std::string_view a) {
         if (!ParseCount(a, &config_.messages) || config_.messages == 0) {
           return "expected a positive message count like 200000 or 200k, "
-                 "not '" + std::string(a) + "'";
+                 "not '" +
+                 std::string(a) + "'";
         }
         return std::string();
       });
     if (kw == "callids") return CallidsLine(args);
-    if (kw == "loss") return OneArg(kw, args, [&](std::string_view a) {
+    if (kw == "loss")
+      return OneArg(kw, args, [&](std::string_view a) {
         if (!ParseProbability(a, &config_.loss_probability)) {
           return "expected a loss probability like 0.01 or 1%, not '" +
                  std::string(a) + "'";
@@ -294,8 +300,7 @@ class Parser {
         }
         config_.callids = CallidMode::kReuse;
       } else {
-        return "expected unique, none or reuse=N, not '" + std::string(a) +
-               "'";
+        return "expected unique, none or reuse=N, not '" + std::string(a) + "'";
       }
       return std::string();
     });
@@ -310,8 +315,10 @@ class Parser {
       if (k == "rate" && !bare) {
         if (!ParseRate(v, &config_.sniffer_rate_per_s) ||
             config_.sniffer_rate_per_s <= 0) {
-          return Error("sniffer: rate= expects a positive rate like 600/s, "
-                       "not '" + std::string(v) + "'");
+          return Error(
+              "sniffer: rate= expects a positive rate like 600/s, "
+              "not '" +
+              std::string(v) + "'");
         }
         have_rate = true;
       } else if (k == "queue" && !bare) {
@@ -333,8 +340,9 @@ class Parser {
 
   Status NoiseLine(const std::vector<std::string_view>& args) {
     if (args.empty()) {
-      return Error("noise: expected oneway=R/s nodes=A|B, timeout=P or "
-                   "duplicate=P [after=D]");
+      return Error(
+          "noise: expected oneway=R/s nodes=A|B, timeout=P or "
+          "duplicate=P [after=D]");
     }
     bool have_nodes = false;
     for (std::string_view w : args) {
@@ -358,13 +366,17 @@ class Parser {
         have_nodes = true;
       } else if (k == "timeout") {
         if (!ParseProbability(v, &config_.timeout_probability)) {
-          return Error("noise: timeout= expects a probability like 0.01 or "
-                       "1%, not '" + std::string(v) + "'");
+          return Error(
+              "noise: timeout= expects a probability like 0.01 or "
+              "1%, not '" +
+              std::string(v) + "'");
         }
       } else if (k == "duplicate") {
         if (!ParseProbability(v, &config_.duplicate_probability)) {
-          return Error("noise: duplicate= expects a probability like 0.001 "
-                       "or 0.1%, not '" + std::string(v) + "'");
+          return Error(
+              "noise: duplicate= expects a probability like 0.001 "
+              "or 0.1%, not '" +
+              std::string(v) + "'");
         }
       } else if (k == "after") {
         std::string err = ParseDelay(v, &config_.duplicate_after);
@@ -375,8 +387,9 @@ class Parser {
       }
     }
     if (config_.oneway_rate_per_s > 0 && config_.oneway_nodes.empty()) {
-      return Error("noise: oneway= needs nodes=A|B|... to pick senders and "
-                   "receivers from");
+      return Error(
+          "noise: oneway= needs nodes=A|B|... to pick senders and "
+          "receivers from");
     }
     (void)have_nodes;
     return Status::Ok();
@@ -416,8 +429,9 @@ class Parser {
 
   Status TraceletLine(const std::vector<std::string_view>& args) {
     if (args.empty() || args[0].find('=') != std::string_view::npos) {
-      return Error("tracelet: expected a name: 'tracelet NAME [style=rpc|"
-                   "message] [instances=N] [think=MIN..MAX] [rate=R/s]'");
+      return Error(
+          "tracelet: expected a name: 'tracelet NAME [style=rpc|"
+          "message] [instances=N] [think=MIN..MAX] [rate=R/s]'");
     }
     if (config_.tracelets.size() >= 65536) {
       return Error("more than 65536 tracelets");
@@ -452,8 +466,10 @@ class Parser {
       } else if (k == "instances") {
         uint64_t n;
         if (!ParseCount(v, &n) || n == 0 || n > 1'000'000) {
-          return Error("tracelet: instances= expects a count from 1 to "
-                       "1000000, not '" + std::string(v) + "'");
+          return Error(
+              "tracelet: instances= expects a count from 1 to "
+              "1000000, not '" +
+              std::string(v) + "'");
         }
         t.instances = static_cast<uint32_t>(n);
         closed = true;
@@ -476,8 +492,10 @@ class Parser {
         closed = true;
       } else if (k == "rate") {
         if (!ParseRate(v, &t.rate_per_s) || t.rate_per_s <= 0) {
-          return Error("tracelet: rate= expects a positive rate like 5/s, "
-                       "not '" + std::string(v) + "'");
+          return Error(
+              "tracelet: rate= expects a positive rate like 5/s, "
+              "not '" +
+              std::string(v) + "'");
         }
       } else {
         return Error("tracelet: unknown setting '" + std::string(k) +
@@ -485,8 +503,9 @@ class Parser {
       }
     }
     if (closed && t.rate_per_s > 0) {
-      return Error("tracelet: rate= (open arrivals) cannot be combined with "
-                   "instances= or think= (closed-loop clients)");
+      return Error(
+          "tracelet: rate= (open arrivals) cannot be combined with "
+          "instances= or think= (closed-loop clients)");
     }
     config_.tracelets.push_back(std::move(t));
     tracelet_ = &config_.tracelets.back();
@@ -510,8 +529,10 @@ class Parser {
   Status StepLine(size_t indent, std::string_view body) {
     size_t arrow = body.find("->");
     if (arrow == std::string_view::npos) {
-      return Error("expected 'CALLER -> CALLEE [delay=D±SD] [proc=D±SD] "
-                   "[parallel] [weight=W]', not '" + std::string(body) + "'");
+      return Error(
+          "expected 'CALLER -> CALLEE [delay=D±SD] [proc=D±SD] "
+          "[parallel] [weight=W]', not '" +
+          std::string(body) + "'");
     }
     std::string_view caller = Trim(body.substr(0, arrow));
     std::vector<std::string_view> w = SplitWords(body.substr(arrow + 2));
@@ -535,8 +556,9 @@ class Parser {
       KeyValue(w[i], &k, &v, &bare);
       if (bare && k == "parallel") {
         if (!rpc) {
-          return Error("'parallel' is for rpc tracelets (in a message "
-                       "tracelet every child is sent independently)");
+          return Error(
+              "'parallel' is for rpc tracelets (in a message "
+              "tracelet every child is sent independently)");
         }
         s.parallel = true;
       } else if (k == "delay" && !bare) {
@@ -544,8 +566,9 @@ class Parser {
         if (!err.empty()) return Error("delay=: " + err);
       } else if (k == "proc" && !bare) {
         if (!rpc) {
-          return Error("proc= is for rpc tracelets (messages have no "
-                       "return); use delay= on the next hop");
+          return Error(
+              "proc= is for rpc tracelets (messages have no "
+              "return); use delay= on the next hop");
         }
         std::string err = ParseDelay(v, &s.proc);
         if (!err.empty()) return Error("proc=: " + err);
@@ -572,13 +595,15 @@ class Parser {
     if (stack_.empty()) {
       if (root_indent_ != 0 && tracelet_->roots.size() > 0 &&
           indent != root_indent_) {
-        return Error("indentation does not line up with the tracelet's "
-                     "first line");
+        return Error(
+            "indentation does not line up with the tracelet's "
+            "first line");
       }
       root_indent_ = indent;
       if (caller.empty()) {
-        return Error("a tracelet's first step needs a caller "
-                     "('CALLER -> CALLEE')");
+        return Error(
+            "a tracelet's first step needs a caller "
+            "('CALLER -> CALLEE')");
       }
       s.caller_pool = SplitPool(caller);
       BBPROF_RETURN_IF_ERROR(CheckPool(s.caller_pool, caller));
@@ -589,15 +614,16 @@ class Parser {
     }
     Step* parent = stack_.back().step;
     if (have_weight) {
-      return Error("weight= is for a tracelet's top-level steps (it chooses "
-                   "among alternatives)");
+      return Error(
+          "weight= is for a tracelet's top-level steps (it chooses "
+          "among alternatives)");
     }
     if (!caller.empty() && caller != parent->callee_text) {
       return Error("caller '" + std::string(caller) +
                    "' does not match the enclosing step's callee '" +
-                   parent->callee_text + "' (write '-> " +
-                   s.callee_text + "' or '" + parent->callee_text + " -> " +
-                   s.callee_text + "')");
+                   parent->callee_text + "' (write '-> " + s.callee_text +
+                   "' or '" + parent->callee_text + " -> " + s.callee_text +
+                   "')");
     }
     parent->children.push_back(std::move(s));
     stack_.push_back({indent, &parent->children.back()});
@@ -626,15 +652,16 @@ constexpr double kMaxDurationNs = 1e17;
 
 std::string ParseDuration(std::string_view s, double* ns) {
   static constexpr std::pair<std::string_view, double> kUnits[] = {
-      {"ns", 1},         {"us", 1e3}, {"\xC2\xB5s", 1e3}, {"ms", 1e6},
-      {"min", 60e9},     {"h", 3600e9}, {"s", 1e9},
+      {"ns", 1},     {"us", 1e3},   {"\xC2\xB5s", 1e3}, {"ms", 1e6},
+      {"min", 60e9}, {"h", 3600e9}, {"s", 1e9},
   };
   for (const auto& [unit, scale] : kUnits) {
     if (s.size() > unit.size() && s.ends_with(unit)) {
       double v;
       if (!ParseDouble(s.substr(0, s.size() - unit.size()), &v) || v < 0) {
         return "expected a non-negative duration like 10ms, 200us or 1.5s, "
-               "not '" + std::string(s) + "'";
+               "not '" +
+               std::string(s) + "'";
       }
       if (v * scale > kMaxDurationNs) {
         return "'" + std::string(s) +
@@ -650,7 +677,8 @@ std::string ParseDuration(std::string_view s, double* ns) {
     return "";
   }
   return "expected a duration with a unit (ns, us, ms, s, min, h) like 10ms, "
-         "not '" + std::string(s) + "'";
+         "not '" +
+         std::string(s) + "'";
 }
 
 Result<Config> ParseConfig(std::string_view text, const std::string& file,

@@ -62,11 +62,11 @@ struct Tracelet {
 enum class CallidMode { kUnique, kNone, kReuse };
 
 struct Config {
-  std::string name;  // file name without folders
+  std::string name;   // file name without folders
   uint64_t hash = 0;  // FNV-1a of the file's bytes, for #meta
   int64_t start_ns = 1'000'000'000LL * 1'000'000'000LL;  // trace origin
-  double duration_ns = 0;  // 0: not set
-  uint64_t messages = 0;   // 0: not set
+  double duration_ns = 0;                                // 0: not set
+  uint64_t messages = 0;                                 // 0: not set
   CallidMode callids = CallidMode::kUnique;
   uint64_t callid_reuse = 0;  // kReuse: ids cycle through 1..callid_reuse
   // Loss (section 7.5.5): random loss, and a sniffer with a peak capture

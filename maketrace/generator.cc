@@ -19,8 +19,10 @@ using trace::TimeNs;
 size_t FormatDecimal(uint64_t v, char* buf) {
   // Two digits per division, written backwards from the known length.
   static constexpr char kPairs[] =
-      "00010203040506070809101112131415161718192021222324252627282930313233343536"
-      "37383940414243444546474849505152535455565758596061626364656667686970717273"
+      "000102030405060708091011121314151617181920212223242526272829303132333435"
+      "36"
+      "373839404142434445464748495051525354555657585960616263646566676869707172"
+      "73"
       "7475767778798081828384858687888990919293949596979899";
   size_t n = 1;
   for (uint64_t x = v; x >= 10; x /= 10) ++n;
@@ -67,9 +69,8 @@ Generator::Generator(const Config& config, uint64_t seed,
   open_calls_.assign(node_count_, 0);
   stats_.instances_per_tracelet.assign(tracelets_.size(), 0);
 
-  const double duration = duration_ns > 0 || messages > 0
-                              ? duration_ns
-                              : config.duration_ns;
+  const double duration =
+      duration_ns > 0 || messages > 0 ? duration_ns : config.duration_ns;
   message_limit_ = duration_ns > 0 || messages > 0 ? messages : config.messages;
   end_ns_ = duration > 0 ? config.start_ns + std::llround(duration) : 0;
 
@@ -78,7 +79,8 @@ Generator::Generator(const Config& config, uint64_t seed,
   for (uint32_t i = 0; i < tracelets_.size(); ++i) {
     const Tracelet& t = *tracelets_[i].src;
     if (t.rate_per_s > 0) {
-      Push(config.start_ns + std::llround(std::min(1e17, rng_.Exponential(1e9 / t.rate_per_s))),
+      Push(config.start_ns + std::llround(std::min(
+                                 1e17, rng_.Exponential(1e9 / t.rate_per_s))),
            kArrival, i);
     } else {
       for (uint32_t c = 0; c < t.instances; ++c) {
@@ -88,26 +90,30 @@ Generator::Generator(const Config& config, uint64_t seed,
     }
   }
   if (config.oneway_rate_per_s > 0) {
-    Push(config.start_ns + std::llround(std::min(1e17, noise_rng_.Exponential(
-                               1e9 / config.oneway_rate_per_s))),
+    Push(config.start_ns +
+             std::llround(std::min(
+                 1e17, noise_rng_.Exponential(1e9 / config.oneway_rate_per_s))),
          kOneway, 0);
   }
 }
 
 Generator::CStep Generator::Compile(const Step& s, trace::NodeTable* nodes) {
   CStep c;
-  for (const std::string& n : s.caller_pool) c.callers.push_back(nodes->Intern(n));
-  for (const std::string& n : s.callee_pool) c.callees.push_back(nodes->Intern(n));
+  for (const std::string& n : s.caller_pool)
+    c.callers.push_back(nodes->Intern(n));
+  for (const std::string& n : s.callee_pool)
+    c.callees.push_back(nodes->Intern(n));
   c.delay = s.delay;
   c.proc = s.proc;
   c.parallel = s.parallel;
-  for (const Step& child : s.children) c.children.push_back(Compile(child, nodes));
+  for (const Step& child : s.children)
+    c.children.push_back(Compile(child, nodes));
   return c;
 }
 
 void Generator::Push(TimeNs ts, EventType type, uint32_t index) {
-  heap_.push_back({ts, (seq_++ << 26) | (static_cast<uint64_t>(type) << 24) |
-                           index});
+  heap_.push_back(
+      {ts, (seq_++ << 26) | (static_cast<uint64_t>(type) << 24) | index});
   SiftUp(heap_.size() - 1);
 }
 
@@ -228,8 +234,8 @@ TimeNs Generator::GenCall(const CStep& s, NodeId caller, TimeNs t_call,
     if (child.parallel) {
       if (!in_group) group_end = anchor;
       in_group = true;
-      group_end = std::max(group_end,
-                           GenCall(child, callee, anchor + Draw(child.delay), slot));
+      group_end = std::max(
+          group_end, GenCall(child, callee, anchor + Draw(child.delay), slot));
     } else {
       if (in_group) anchor = group_end;
       in_group = false;
@@ -254,8 +260,8 @@ TimeNs Generator::GenMessage(const CStep& s, NodeId sender, TimeNs t_send,
       {t_send, order, sender, receiver, Kind::kMessage, false, false, 0});
   TimeNs end = t_send;
   for (const CStep& child : s.children) {
-    end = std::max(end, GenMessage(child, receiver, t_send + Draw(child.delay),
-                                   slot));
+    end = std::max(
+        end, GenMessage(child, receiver, t_send + Draw(child.delay), slot));
   }
   return end;
 }
@@ -324,7 +330,8 @@ bool Generator::Next(Message* out) {
       // The common case: the instance has more messages. Replace the top by
       // its next message and sift it down: one pass instead of a pop and a
       // push.
-      heap_.front().ts_ns = slots_[ev.index()].msgs[slots_[ev.index()].next + 1].ts_ns;
+      heap_.front().ts_ns =
+          slots_[ev.index()].msgs[slots_[ev.index()].next + 1].ts_ns;
       SiftDown();
     } else {
       PopTop();
@@ -367,14 +374,17 @@ bool Generator::Next(Message* out) {
         const Tracelet& t = *tracelets_[ev.index()].src;
         if (ev.type() == kClient) {
           const double think =
-              t.think_min_ns + rng_.Uniform() * (t.think_max_ns - t.think_min_ns);
+              t.think_min_ns +
+              rng_.Uniform() * (t.think_max_ns - t.think_min_ns);
           // At least 1 ns later, so a zero-length instance with zero think
           // time cannot stall the clock.
-          Push(std::max<TimeNs>(end + std::llround(think), ev.ts_ns + 1), kClient,
-               ev.index());
+          Push(std::max<TimeNs>(end + std::llround(think), ev.ts_ns + 1),
+               kClient, ev.index());
         } else {
-          Push(ev.ts_ns + std::max<TimeNs>(
-                              1, std::llround(std::min(1e17, rng_.Exponential(1e9 / t.rate_per_s)))),
+          Push(ev.ts_ns +
+                   std::max<TimeNs>(
+                       1, std::llround(std::min(
+                              1e17, rng_.Exponential(1e9 / t.rate_per_s)))),
                kArrival, ev.index());
         }
         continue;
@@ -394,9 +404,12 @@ bool Generator::Next(Message* out) {
         out->pathid = 0;
         ++generated_;
         ++stats_.oneway_noise;
-        Push(ev.ts_ns + std::max<TimeNs>(1, std::llround(std::min(1e17, noise_rng_.Exponential(
-                                                1e9 / config_.oneway_rate_per_s)))),
-             kOneway, 0);
+        Push(
+            ev.ts_ns + std::max<TimeNs>(
+                           1, std::llround(std::min(
+                                  1e17, noise_rng_.Exponential(
+                                            1e9 / config_.oneway_rate_per_s)))),
+            kOneway, 0);
         break;
       }
     }

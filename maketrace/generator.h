@@ -38,12 +38,12 @@ struct Message {
 };
 
 struct GeneratorStats {
-  uint64_t messages = 0;        // handed out, duplicates and noise included
-  uint64_t duplicates = 0;      // retransmissions added
-  uint64_t oneway_noise = 0;    // extraneous one-way messages added
-  uint64_t timeouts = 0;        // returns withheld (calls that never return)
+  uint64_t messages = 0;      // handed out, duplicates and noise included
+  uint64_t duplicates = 0;    // retransmissions added
+  uint64_t oneway_noise = 0;  // extraneous one-way messages added
+  uint64_t timeouts = 0;      // returns withheld (calls that never return)
   std::vector<uint64_t> instances_per_tracelet;
-  uint64_t max_in_flight = 0;   // most instances running at once
+  uint64_t max_in_flight = 0;  // most instances running at once
   // Mean per-node parallelism (the "p" of section 5.1.2 and Table 1): at
   // each call's arrival, the number of calls then open at its callee, this
   // one included, averaged over all calls.
@@ -89,7 +89,7 @@ class Generator {
     uint32_t order;  // generation order within the instance (ties)
     trace::NodeId sender, receiver;
     trace::Kind kind;
-    bool withheld;   // a timed-out return: counted, never handed out
+    bool withheld;  // a timed-out return: counted, never handed out
     bool duplicate;
     uint64_t callid;
   };

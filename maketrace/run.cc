@@ -28,12 +28,12 @@ void ToRecord(const Message& m, char (*bufs)[24], trace::Record* rec) {
   rec->sender = m.sender;
   rec->receiver = m.receiver;
   rec->kind = m.kind;
-  rec->callid = m.callid == 0
-                    ? std::string_view()
-                    : std::string_view(bufs[0], FormatDecimal(m.callid, bufs[0]));
-  rec->pathid = m.pathid == 0
-                    ? std::string_view()
-                    : std::string_view(bufs[1], FormatDecimal(m.pathid, bufs[1]));
+  rec->callid = m.callid == 0 ? std::string_view()
+                              : std::string_view(
+                                    bufs[0], FormatDecimal(m.callid, bufs[0]));
+  rec->pathid = m.pathid == 0 ? std::string_view()
+                              : std::string_view(
+                                    bufs[1], FormatDecimal(m.pathid, bufs[1]));
 }
 
 std::string HexHash(uint64_t h) {
@@ -79,8 +79,8 @@ class HostViews {
   Status Open(const std::string& dir, trace::TraceFormat format,
               const std::string& meta) {
     if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
-      return Status::Error(dir + ": cannot create folder: " +
-                           std::strerror(errno));
+      return Status::Error(dir +
+                           ": cannot create folder: " + std::strerror(errno));
     }
     const char* ext = format == trace::TraceFormat::kBinary ? ".bbt" : ".trace";
     hosts_.resize(nodes_->size());
@@ -219,9 +219,8 @@ Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts) {
       " sniffer_drops=" + std::to_string(sum.sniffer_drops) +
       " random_drops=" + std::to_string(sum.random_drops) +
       " timeouts=" + std::to_string(sum.gen.timeouts) +
-      " duplicates=" + std::to_string(sum.gen.duplicates) +
-      " oneway_noise=" + std::to_string(sum.gen.oneway_noise) +
-      " mean_node_parallelism=" + par));
+      " duplicates=" + std::to_string(sum.gen.duplicates) + " oneway_noise=" +
+      std::to_string(sum.gen.oneway_noise) + " mean_node_parallelism=" + par));
   if (views) {
     BBPROF_RETURN_IF_ERROR(views->Close());
     sum.per_host_files = views->size();
@@ -233,11 +232,10 @@ Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts) {
 std::string FormatSummary(const Config& config, const RunSummary& s) {
   std::string out;
   char line[256];
-  const double secs =
-      static_cast<double>(s.gen.last_ns - s.gen.first_ns) / 1e9;
+  const double secs = static_cast<double>(s.gen.last_ns - s.gen.first_ns) / 1e9;
   std::snprintf(line, sizeof line,
-                "maketrace: %" PRIu64 " messages generated over %.3f s, %" PRIu64
-                " written\n",
+                "maketrace: %" PRIu64
+                " messages generated over %.3f s, %" PRIu64 " written\n",
                 s.gen.messages, secs, s.written);
   out += line;
   for (size_t i = 0; i < config.tracelets.size(); ++i) {
@@ -252,11 +250,12 @@ std::string FormatSummary(const Config& config, const RunSummary& s) {
                 s.gen.MeanParallelism(), s.gen.max_in_flight);
   out += line;
   const double gen = static_cast<double>(std::max<uint64_t>(s.gen.messages, 1));
-  std::snprintf(line, sizeof line,
-                "  dropped: %" PRIu64 " by the sniffer (%.3f%%), %" PRIu64
-                " at random (%.3f%%)\n",
-                s.sniffer_drops, 100.0 * static_cast<double>(s.sniffer_drops) / gen,
-                s.random_drops, 100.0 * static_cast<double>(s.random_drops) / gen);
+  std::snprintf(
+      line, sizeof line,
+      "  dropped: %" PRIu64 " by the sniffer (%.3f%%), %" PRIu64
+      " at random (%.3f%%)\n",
+      s.sniffer_drops, 100.0 * static_cast<double>(s.sniffer_drops) / gen,
+      s.random_drops, 100.0 * static_cast<double>(s.random_drops) / gen);
   out += line;
   if (s.gen.timeouts + s.gen.duplicates + s.gen.oneway_noise > 0) {
     std::snprintf(line, sizeof line,

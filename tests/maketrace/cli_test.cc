@@ -38,10 +38,12 @@ TEST(MaketraceCliTest, WritesATraceAndASummary) {
   RunResult r = Bbprof(dir, conf + " -o " + dir.File("t.trace") + " --seed 3");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("tracelet web:"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("dropped: 0 by the sniffer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dropped: 0 by the sniffer"), std::string::npos)
+      << r.err;
   const std::string t = ReadFile(dir.File("t.trace"));
   EXPECT_EQ(t.rfind("#bbprof-trace 1\n#meta source=maketrace config=web.conf "
-                    "config_hash=", 0),
+                    "config_hash=",
+                    0),
             0u);
   EXPECT_NE(t.find(" seed=3\n"), std::string::npos);
   EXPECT_NE(t.find("\tCALL\tclient\tWS"), std::string::npos);
@@ -51,8 +53,8 @@ TEST(MaketraceCliTest, WritesATraceAndASummary) {
 TEST(MaketraceCliTest, QuietPrintsNothingAndFlagsOverrideTheLength) {
   TempDir dir;
   const std::string conf = dir.Write("web.conf", kConfig);
-  RunResult r = Bbprof(dir, conf + " -q -o " + dir.File("t.trace") +
-                                " --messages 500");
+  RunResult r =
+      Bbprof(dir, conf + " -q -o " + dir.File("t.trace") + " --messages 500");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const std::string t = ReadFile(dir.File("t.trace"));

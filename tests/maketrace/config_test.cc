@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "maketrace/config.h"
+
+#include <gtest/gtest.h>
 
 namespace bbprof::maketrace {
 namespace {

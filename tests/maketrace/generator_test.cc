@@ -2,6 +2,8 @@
 // standard errors of the quantity measured (z = 5: a correct generator fails
 // with probability below 1e-6 per check), never fudge factors; the seeds are
 // fixed, so the tests are deterministic anyway.
+#include "maketrace/generator.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "maketrace/config.h"
-#include "maketrace/generator.h"
 #include "maketrace/run.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
@@ -42,7 +43,8 @@ std::vector<Line> ReadAll(const std::string& path,
   if (!r.ok()) return out;
   trace::Record rec;
   while ((*r)->Next(rec)) {
-    out.push_back({rec.ts_ns, rec.kind, std::string((*r)->nodes().Name(rec.sender)),
+    out.push_back({rec.ts_ns, rec.kind,
+                   std::string((*r)->nodes().Name(rec.sender)),
                    std::string((*r)->nodes().Name(rec.receiver)),
                    std::string(rec.callid), std::string(rec.pathid)});
   }
@@ -98,7 +100,8 @@ const char kTree[] =
     "      -> E delay=1ms±0.25ms proc=3ms±0.75ms\n";
 
 // Groups a trace by path id.
-std::map<std::string, std::vector<Line>> ByPath(const std::vector<Line>& lines) {
+std::map<std::string, std::vector<Line>> ByPath(
+    const std::vector<Line>& lines) {
   std::map<std::string, std::vector<Line>> m;
   for (const Line& l : lines) m[l.pathid].push_back(l);
   return m;
@@ -128,8 +131,9 @@ TEST(GeneratorTest, InstancesHaveTheConfiguredStructureAndTiming) {
     std::map<std::string, Call> calls;  // by callee name (unique per path)
     for (const Line& l : msgs) {
       if (l.kind == Kind::kCall) {
-        EXPECT_TRUE(seen_callids.insert(l.sender + ">" + l.receiver + "#" +
-                                        l.callid).second)
+        EXPECT_TRUE(
+            seen_callids.insert(l.sender + ">" + l.receiver + "#" + l.callid)
+                .second)
             << "callid reused: " << l.callid;
         calls[l.receiver] = {l.ts, -1, l.sender, l.receiver};
       }
@@ -146,8 +150,8 @@ TEST(GeneratorTest, InstancesHaveTheConfiguredStructureAndTiming) {
     front.insert(ws);
     ASSERT_TRUE(calls.count(ws) && calls.count("A") && calls.count("B") &&
                 calls.count("D") && calls.count("E"));
-    const Call &s = calls[ws], &a = calls["A"], &b = calls["B"], &d = calls["D"],
-               &e = calls["E"];
+    const Call &s = calls[ws], &a = calls["A"], &b = calls["B"],
+               &d = calls["D"], &e = calls["E"];
     EXPECT_EQ(s.caller, "C");
     EXPECT_EQ(a.caller, ws);
     EXPECT_EQ(e.caller, "D");
@@ -207,7 +211,8 @@ TEST(GeneratorTest, ThinkTimesAreUniformAndClientsRunInParallel) {
   const double sd = 2e9 / std::sqrt(12.0);
   ASSERT_GT(think.n, 1000);
   EXPECT_NEAR(think.Mean(), 2e9, kZ * sd / std::sqrt(think.n));
-  EXPECT_NEAR(think.Sd(), sd, kZ * sd / std::sqrt(think.n));  // uniform: kurtosis 1.8
+  EXPECT_NEAR(think.Sd(), sd,
+              kZ * sd / std::sqrt(think.n));  // uniform: kurtosis 1.8
 
   // N clients, each alternating a 100 ms call and a think time uniform in
   // [50, 150] ms: by Little's law N * 100 / (100 + 100) = 15 calls are open
@@ -224,7 +229,8 @@ TEST(GeneratorTest, ThinkTimesAreUniformAndClientsRunInParallel) {
   std::map<std::string, TimeNs> open;
   for (const Line& l : ReadAll(dir.File("p.trace"))) {
     if (l.kind == Kind::kCall) open[l.callid] = l.ts;
-    if (l.kind == Kind::kReturn) busy += static_cast<double>(l.ts - open[l.callid]);
+    if (l.kind == Kind::kReturn)
+      busy += static_cast<double>(l.ts - open[l.callid]);
   }
   EXPECT_NEAR(busy / 100e9, 15, 15 * 0.05);
   // The per-arrival measure counts the arriving call too, so it lies between
@@ -275,8 +281,8 @@ TEST(GeneratorTest, RandomLossRemovesTheConfiguredFractionOnly) {
   // The lossy trace is the full one with lines removed.
   size_t j = 0;
   for (const Line& l : full) {
-    if (j < lossy.size() && l.ts == lossy[j].ts && l.callid == lossy[j].callid &&
-        l.pathid == lossy[j].pathid) {
+    if (j < lossy.size() && l.ts == lossy[j].ts &&
+        l.callid == lossy[j].callid && l.pathid == lossy[j].pathid) {
       ++j;
     }
   }
@@ -294,7 +300,8 @@ TEST(GeneratorTest, SnifferDropsWhatOverflowsItsQueue) {
   EXPECT_TRUE(s.Accept(5'001'500'000));
   EXPECT_FALSE(s.Accept(5'001'500'000));
   // Once drained, packets at the capture rate are all kept.
-  for (int i = 0; i < 100; ++i) EXPECT_TRUE(s.Accept(6'000'000'000 + i * 1'000'000));
+  for (int i = 0; i < 100; ++i)
+    EXPECT_TRUE(s.Accept(6'000'000'000 + i * 1'000'000));
 
   // In a trace: below the capture rate nothing is lost; far below the
   // message rate most is.
@@ -344,8 +351,8 @@ TEST(GeneratorTest, NoiseTimeoutsDuplicatesAndOneWayMessages) {
   EXPECT_EQ(missing, sum.gen.timeouts);
   EXPECT_NEAR(static_cast<double>(missing), 0.05 * ncalls,
               kZ * std::sqrt(ncalls * 0.05 * 0.95));
-  const double msgs = static_cast<double>(sum.gen.messages - sum.gen.oneway_noise -
-                                          sum.gen.duplicates);
+  const double msgs = static_cast<double>(
+      sum.gen.messages - sum.gen.oneway_noise - sum.gen.duplicates);
   EXPECT_NEAR(static_cast<double>(sum.gen.duplicates), 0.02 * msgs,
               kZ * std::sqrt(msgs * 0.02 * 0.98));
   uint64_t dup_lines = 0;
@@ -418,16 +425,17 @@ TEST(GeneratorTest, RootAlternativesFollowTheirWeights) {
 
 TEST(GeneratorTest, PerHostViewsSeeEveryMessageTwice) {
   TempDir dir;
-  Config c = MustParse(std::string(kTree) +
-                       "network delay=300us±100us min=50us\n");
+  Config c =
+      MustParse(std::string(kTree) + "network delay=300us±100us min=50us\n");
   c.duration_ns = 20e9;
   const std::string views = dir.File("views");
   RunSummary sum = MustRun(c, dir.File("t.trace"), 9, views);
   std::vector<Line> main = ReadAll(dir.File("t.trace"));
   // key: sender>receiver kind callid pathid -> main trace timestamp
   auto key = [](const Line& l) {
-    return l.sender + ">" + l.receiver + " " + std::string(trace::KindName(l.kind)) +
-           " " + l.callid + " " + l.pathid;
+    return l.sender + ">" + l.receiver + " " +
+           std::string(trace::KindName(l.kind)) + " " + l.callid + " " +
+           l.pathid;
   };
   std::map<std::string, TimeNs> sent;
   for (const Line& l : main) sent[key(l)] = l.ts;
@@ -499,8 +507,8 @@ TEST(GeneratorTest, SamplesParseAndTheMultitierSizesMatchTable1) {
     EXPECT_TRUE(c.ok()) << c.status().message();
   }
   TempDir dir;
-  Result<Config> c =
-      LoadConfig(std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-short.conf");
+  Result<Config> c = LoadConfig(std::string(BBPROF_SOURCE_DIR) +
+                                "/samples/multitier-short.conf");
   ASSERT_TRUE(c.ok());
   RunSummary sum = MustRun(*c, dir.File("t.trace"));
   EXPECT_NEAR(static_cast<double>(sum.gen.messages), 20164, 1000);
