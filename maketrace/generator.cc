@@ -112,30 +112,35 @@ Generator::CStep Generator::Compile(const Step& s, trace::NodeTable* nodes) {
 }
 
 void Generator::Push(TimeNs ts, EventType type, uint32_t index) {
-  heap_.push_back(
+  // Messages of running instances and instance starts (clients thinking,
+  // arrivals, noise) live in two heaps: most events are messages, and their
+  // heap stays as small as the instances in flight however many clients
+  // are thinking. One sequence counter orders ties across both.
+  std::vector<Event>& h = type == kSlot ? heap_ : starts_;
+  h.push_back(
       {ts, (seq_++ << 26) | (static_cast<uint64_t>(type) << 24) | index});
-  SiftUp(heap_.size() - 1);
+  SiftUp(h, h.size() - 1);
 }
 
 // The event queue is a 4-ary min-heap: half the depth of a binary heap, and
 // the four children of a node share a cache line or two, which matters since
 // every message passes through it.
-void Generator::SiftUp(size_t i) {
-  const Event moving = heap_[i];
+void Generator::SiftUp(std::vector<Event>& heap, size_t i) {
+  const Event moving = heap[i];
   const Later later;
   while (i > 0) {
     const size_t parent = (i - 1) / 4;
-    if (!later(heap_[parent], moving)) break;
-    heap_[i] = heap_[parent];
+    if (!later(heap[parent], moving)) break;
+    heap[i] = heap[parent];
     i = parent;
   }
-  heap_[i] = moving;
+  heap[i] = moving;
 }
 
-void Generator::SiftDown() {
-  const size_t n = heap_.size();
+void Generator::SiftDown(std::vector<Event>& heap) {
+  const size_t n = heap.size();
   size_t i = 0;
-  const Event moving = heap_[0];
+  const Event moving = heap[0];
   const Later later;
   while (true) {
     const size_t first = 4 * i + 1;
@@ -143,19 +148,19 @@ void Generator::SiftDown() {
     size_t best = first;
     const size_t last = std::min(first + 4, n);
     for (size_t c = first + 1; c < last; ++c) {
-      if (later(heap_[best], heap_[c])) best = c;
+      if (later(heap[best], heap[c])) best = c;
     }
-    if (!later(moving, heap_[best])) break;
-    heap_[i] = heap_[best];
+    if (!later(moving, heap[best])) break;
+    heap[i] = heap[best];
     i = best;
   }
-  heap_[i] = moving;
+  heap[i] = moving;
 }
 
-void Generator::PopTop() {
-  heap_[0] = heap_.back();
-  heap_.pop_back();
-  if (!heap_.empty()) SiftDown();
+void Generator::PopTop(std::vector<Event>& heap) {
+  heap[0] = heap.back();
+  heap.pop_back();
+  if (!heap.empty()) SiftDown(heap);
 }
 
 bool Generator::MayStart(TimeNs ts) {
@@ -322,101 +327,104 @@ TimeNs Generator::StartInstance(uint32_t t, TimeNs ts) {
 }
 
 bool Generator::Next(Message* out) {
-  while (!heap_.empty()) {
-    const Event ev = heap_.front();
+  while (!heap_.empty() || !starts_.empty()) {
     if (!status_.ok()) return false;
-    if (ev.type() == kSlot &&
-        slots_[ev.index()].next + 1 < slots_[ev.index()].msgs.size()) {
-      // The common case: the instance has more messages. Replace the top by
-      // its next message and sift it down: one pass instead of a pop and a
-      // push.
-      heap_.front().ts_ns =
-          slots_[ev.index()].msgs[slots_[ev.index()].next + 1].ts_ns;
-      SiftDown();
+    const bool from_starts =
+        heap_.empty() ||
+        (!starts_.empty() && Later()(heap_.front(), starts_.front()));
+    if (from_starts) {
+      const Event ev = starts_.front();
+      PopTop(starts_);
+      if (!HandleStart(ev, out)) continue;
     } else {
-      PopTop();
-    }
-    switch (ev.type()) {
-      case kSlot: {
-        Slot& slot = slots_[ev.index()];
-        const Pending& p = slot.msgs[slot.next++];
-        if (slot.next == slot.msgs.size()) {
-          free_slots_.push_back(ev.index());
-          --in_flight_;
-        }
-        if (!p.duplicate) {
-          if (p.kind == Kind::kCall) {
-            const uint32_t open = ++open_calls_[p.receiver];
-            stats_.parallelism_sum += open;
-            ++stats_.calls;
-          } else if (p.kind == Kind::kReturn && open_calls_[p.sender] > 0) {
-            --open_calls_[p.sender];
-          }
-        }
-        if (p.withheld) {
-          ++stats_.timeouts;
-          continue;
-        }
-        out->ts_ns = p.ts_ns;
-        out->sender = p.sender;
-        out->receiver = p.receiver;
-        out->kind = p.kind;
-        out->duplicate = p.duplicate;
-        out->callid = p.callid;
-        out->pathid = slot.pathid;
-        if (p.duplicate) ++stats_.duplicates;
-        break;
-      }
-      case kClient:
-      case kArrival: {
-        if (!MayStart(ev.ts_ns)) continue;
-        const TimeNs end = StartInstance(ev.index(), ev.ts_ns);
-        const Tracelet& t = *tracelets_[ev.index()].src;
-        if (ev.type() == kClient) {
-          const double think =
-              t.think_min_ns +
-              rng_.Uniform() * (t.think_max_ns - t.think_min_ns);
-          // At least 1 ns later, so a zero-length instance with zero think
-          // time cannot stall the clock.
-          Push(std::max<TimeNs>(end + std::llround(think), ev.ts_ns + 1),
-               kClient, ev.index());
-        } else {
-          Push(ev.ts_ns +
-                   std::max<TimeNs>(
-                       1, std::llround(std::min(
-                              1e17, rng_.Exponential(1e9 / t.rate_per_s)))),
-               kArrival, ev.index());
-        }
-        continue;
-      }
-      case kOneway: {
-        if (!MayStart(ev.ts_ns)) continue;
-        const auto n = static_cast<uint32_t>(oneway_nodes_.size());
-        const uint32_t a = noise_rng_.Below(n);
-        uint32_t b = noise_rng_.Below(n - 1);
-        if (b >= a) ++b;
-        out->ts_ns = ev.ts_ns;
-        out->sender = oneway_nodes_[a];
-        out->receiver = oneway_nodes_[b];
-        out->kind = Kind::kMessage;
-        out->duplicate = false;
-        out->callid = 0;
-        out->pathid = 0;
-        ++generated_;
-        ++stats_.oneway_noise;
-        Push(
-            ev.ts_ns + std::max<TimeNs>(
-                           1, std::llround(std::min(
-                                  1e17, noise_rng_.Exponential(
-                                            1e9 / config_.oneway_rate_per_s)))),
-            kOneway, 0);
-        break;
-      }
+      const Event ev = heap_.front();
+      if (!NextFromSlot(ev, out)) continue;
     }
     if (stats_.messages == 0) stats_.first_ns = out->ts_ns;
     stats_.last_ns = out->ts_ns;
     ++stats_.messages;
     return true;
+  }
+  return false;
+}
+
+bool Generator::NextFromSlot(const Event& ev, Message* out) {
+  Slot& slot = slots_[ev.index()];
+  if (slot.next + 1 < slot.msgs.size()) {
+    // The common case: the instance has more messages. Replace the top by
+    // its next message and sift it down: one pass instead of a pop and a
+    // push.
+    heap_.front().ts_ns = slot.msgs[slot.next + 1].ts_ns;
+    SiftDown(heap_);
+  } else {
+    PopTop(heap_);
+  }
+  const Pending& p = slot.msgs[slot.next++];
+  if (slot.next == slot.msgs.size()) {
+    free_slots_.push_back(ev.index());
+    --in_flight_;
+  }
+  if (!p.duplicate) {
+    if (p.kind == Kind::kCall) {
+      const uint32_t open = ++open_calls_[p.receiver];
+      stats_.parallelism_sum += open;
+      ++stats_.calls;
+    } else if (p.kind == Kind::kReturn && open_calls_[p.sender] > 0) {
+      --open_calls_[p.sender];
+    }
+  }
+  if (p.withheld) {
+    ++stats_.timeouts;
+    return false;
+  }
+  out->ts_ns = p.ts_ns;
+  out->sender = p.sender;
+  out->receiver = p.receiver;
+  out->kind = p.kind;
+  out->duplicate = p.duplicate;
+  out->callid = p.callid;
+  out->pathid = slot.pathid;
+  if (p.duplicate) ++stats_.duplicates;
+  return true;
+}
+
+bool Generator::HandleStart(const Event& ev, Message* out) {
+  if (!MayStart(ev.ts_ns)) return false;
+  if (ev.type() == kOneway) {
+    const auto n = static_cast<uint32_t>(oneway_nodes_.size());
+    const uint32_t a = noise_rng_.Below(n);
+    uint32_t b = noise_rng_.Below(n - 1);
+    if (b >= a) ++b;
+    out->ts_ns = ev.ts_ns;
+    out->sender = oneway_nodes_[a];
+    out->receiver = oneway_nodes_[b];
+    out->kind = Kind::kMessage;
+    out->duplicate = false;
+    out->callid = 0;
+    out->pathid = 0;
+    ++generated_;
+    ++stats_.oneway_noise;
+    Push(ev.ts_ns + std::max<TimeNs>(
+                        1, std::llround(std::min(
+                               1e17, noise_rng_.Exponential(
+                                         1e9 / config_.oneway_rate_per_s)))),
+         kOneway, 0);
+    return true;
+  }
+  const TimeNs end = StartInstance(ev.index(), ev.ts_ns);
+  const Tracelet& t = *tracelets_[ev.index()].src;
+  if (ev.type() == kClient) {
+    const double think =
+        t.think_min_ns + rng_.Uniform() * (t.think_max_ns - t.think_min_ns);
+    // At least 1 ns later, so a zero-length instance with zero think time
+    // cannot stall the clock.
+    Push(std::max<TimeNs>(end + std::llround(think), ev.ts_ns + 1), kClient,
+         ev.index());
+  } else {
+    Push(ev.ts_ns + std::max<TimeNs>(
+                        1, std::llround(std::min(
+                               1e17, rng_.Exponential(1e9 / t.rate_per_s)))),
+         kArrival, ev.index());
   }
   return false;
 }

@@ -116,9 +116,15 @@ class Generator {
 
   CStep Compile(const Step& s, trace::NodeTable* nodes);
   void Push(trace::TimeNs ts, EventType type, uint32_t index);
-  void SiftUp(size_t i);
-  void SiftDown();  // restores the heap after heap_[0] grew later
-  void PopTop();
+  static void SiftUp(std::vector<Event>& heap, size_t i);
+  // Restores the heap after heap[0] grew later.
+  static void SiftDown(std::vector<Event>& heap);
+  static void PopTop(std::vector<Event>& heap);
+  // Hands out the next message of the instance at the top of heap_; false
+  // if it was withheld.
+  bool NextFromSlot(const Event& ev, Message* out);
+  // Starts an instance or emits one-way noise; true if *out was filled.
+  bool HandleStart(const Event& ev, Message* out);
   bool MayStart(trace::TimeNs ts);
   // Generates one instance of tracelet `t` starting at `ts`; returns its end.
   trace::TimeNs StartInstance(uint32_t t, trace::TimeNs ts);
@@ -139,7 +145,8 @@ class Generator {
   std::vector<trace::NodeId> oneway_nodes_;
   size_t node_count_ = 0;
   std::vector<uint64_t> callid_counters_;  // [caller * n + callee]
-  std::vector<Event> heap_;
+  std::vector<Event> heap_;    // messages of running instances (kSlot)
+  std::vector<Event> starts_;  // kClient, kArrival, kOneway
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   std::vector<uint32_t> open_calls_;  // per node, for parallelism
