@@ -12,6 +12,7 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 bbprof=${BBPROF:-$here/build/release/cli/bbprof}
+genbench=${GENBENCH:-$(dirname "$bbprof")/../bench/maketrace_generator_bench}
 messages=${1:-5000000}
 config=${2:-$here/samples/multitier-parallelism-high.conf}
 work=$(mktemp -d "${TMPDIR:-/tmp}/maketrace-bench.XXXXXX")
@@ -45,3 +46,6 @@ done
 g=$(best sh -c "'$bbprof' maketrace '$config' -o - --messages $messages -q > /dev/null")
 printf 'text to /dev/null via stdout: maketrace %.3f s = %5.2f M msg/s\n' "$g" \
   "$(echo "$messages / $g / 1000000" | bc -l)"
+
+# The generator alone (no formatting or writing), if its target was built.
+if [ -x "$genbench" ]; then "$genbench" "$config" "$messages"; fi
