@@ -490,14 +490,6 @@ Result<std::string> RenderMessage(GVC_t* gvc, const std::string& name,
 // pictures are stacked: SVG nests each <svg> at its offset; dot text is a
 // sequence of graphs, which `dot` reads one after another.
 
-bool ParsePt(const std::string& tag, const char* attr, double* value) {
-  std::string key = std::string(" ") + attr + "=\"";
-  size_t at = tag.find(key);
-  if (at == std::string::npos) return false;
-  *value = std::strtod(tag.c_str() + at + key.size(), nullptr);
-  return true;
-}
-
 void ReplaceAttr(std::string* tag, const char* attr, const std::string& value) {
   std::string key = std::string(" ") + attr + "=\"";
   size_t at = tag->find(key);
@@ -516,9 +508,12 @@ Result<std::string> StackSvgs(const std::vector<std::string>& svgs) {
     if (open == std::string::npos) return Status::Error("graphviz SVG without <svg>");
     size_t close = svg.find('>', open);
     std::string tag = svg.substr(open, close - open);
+    // The viewBox holds the exact size; width/height are rounded to points.
     double w = 0, h = 0;
-    if (!ParsePt(tag, "width", &w) || !ParsePt(tag, "height", &h)) {
-      return Status::Error("graphviz SVG without width/height");
+    size_t vb = tag.find("viewBox=\"");
+    if (vb == std::string::npos ||
+        std::sscanf(tag.c_str() + vb + 9, "%*f %*f %lf %lf", &w, &h) != 2) {
+      return Status::Error("graphviz SVG without a viewBox");
     }
     // Inner sizes in the page's user units (1 unit = 1 pt), not absolute pt.
     ReplaceAttr(&tag, "width", Printf("%.2f", w));
