@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string_view>
 
 #include "base/atomic_file.h"
@@ -332,6 +333,18 @@ struct GvcCloser {
   void operator()(GVC_t* gvc) const { gvFreeContext(gvc); }
 };
 using GvcPtr = std::unique_ptr<GVC_t, GvcCloser>;
+
+// One Graphviz context for the whole process, freed at exit. Plugins (the
+// dot layout, the SVG and PNG writers) come from Graphviz's installed
+// configuration (config6a, written by `dot -c` when the package is
+// installed). A context per render would be cleaner, but Graphviz 2.42's
+// pango plugin caches a font name owned by the first context and reads it
+// after gvFreeContext() freed it (a use-after-free ASan reports on the second
+// context), so the context must outlive every render.
+GVC_t* SharedContext() {
+  static GvcPtr context(gvContext());
+  return context.get();
+}
 
 Result<std::string> RenderGraph(GVC_t* gvc, Agraph_t* g, Format format) {
   std::string out;
@@ -756,12 +769,14 @@ Result<std::vector<RenderedFile>> RenderResult(const nlohmann::json& result,
   if (options.one_page && options.format == Format::kPng && tool == "bbprof nest") {
     return Status::Error("--one-page is available for svg and dot, not png");
   }
-  // Plugins (the dot layout, the SVG and PNG writers) come from Graphviz's
-  // installed configuration (config6a, written by `dot -c` at install).
-  GvcPtr gvc(gvContext());
+  // Graphviz keeps global state (error handler, the pango plugin's font
+  // cache), so renders are serialised.
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  GVC_t* gvc = SharedContext();
   if (gvc == nullptr) return Status::Error("cannot start graphviz (gvContext failed)");
-  if (tool == "bbprof nest") return RenderNest(gvc.get(), result, options);
-  return RenderConvolve(gvc.get(), result, options);
+  if (tool == "bbprof nest") return RenderNest(gvc, result, options);
+  return RenderConvolve(gvc, result, options);
 }
 
 Status RenderResultToDir(const nlohmann::json& result, const RenderOptions& options,
