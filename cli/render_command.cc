@@ -3,8 +3,7 @@
 // (convolution) format through viz/render.h.
 #include "cli/render_command.h"
 
-#include <iostream>
-#include <iterator>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
@@ -57,7 +56,10 @@ int Run(std::span<const std::string> args) {
   const std::string& path = cl.Positional("RESULT")[0];
   std::string text;
   if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
+    if (std::ferror(stdin)) return cl.Fail("standard input: read error");
   } else {
     auto read = ReadWholeFile(path);
     if (!read.ok()) return cl.Fail(read.status());
