@@ -27,5 +27,9 @@ run "dot, per pattern"  -f dot -o "$tmp/dot"
 run "svg, per pattern"  -f svg -o "$tmp/svg"
 run "svg, one page"     -f svg --one-page -o "$tmp/page"
 run "png, per pattern"  -f png -o "$tmp/png"
+# Baseline in the same run: the dot program laying out the same 500 graphs
+# (one process, all files), and writing them without fsync.
+t0=$(date +%s.%N); dot -Tsvg -O "$tmp"/dot/pattern-*.dot; t1=$(date +%s.%N)
+printf '%-28s %6.2f s\n' "baseline: dot -Tsvg -O" "$(echo "$t1 - $t0" | bc)"
 ls "$tmp/svg" | wc -l | xargs echo "svg files:"
 du -sh "$tmp/page/patterns.svg" | cut -f1 | xargs echo "one-page svg size:"
