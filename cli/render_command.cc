@@ -15,25 +15,31 @@ namespace bbprof::cli {
 namespace {
 
 int Run(std::span<const std::string> args) {
-  CommandLine cl("render", "RESULT.json -o DIR [--format dot|svg|png] [--top N] [--one-page]",
-                 "Draws the result of 'bbprof nest' or 'bbprof convolve' with Graphviz.\n"
-                 "Nesting results: one graph per path pattern (the paper's Figure 8): "
-                 "nodes\nwith name and mean latency, call edges with the mean call "
-                 "delay, the first\nedge with instance count and total latency; the node "
-                 "that adds the most of\nthe path's latency is filled red and named in the "
-                 "title.\nConvolution results: one graph (Figure 9), edges with message "
-                 "count and\ndelays in declining frequency. DIR gets the pictures and an "
-                 "index.html.");
-  cl.options().add_options()
-      ("output,o", po::value<std::string>(), "output folder (created if missing)")
-      ("format,f", po::value<std::string>()->default_value("svg"), "dot, svg or png")
-      ("top,n", po::value<long long>(), "only the first N patterns (default: all)")
-      ("one-page", "all patterns on one page (patterns.svg or patterns.dot)")
-      ("no-highlight", "do not fill nodes by their share of the path's own time");
+  CommandLine cl(
+      "render",
+      "RESULT.json -o DIR [--format dot|svg|png] [--top N] [--one-page]",
+      "Draws the result of 'bbprof nest' or 'bbprof convolve' with Graphviz.\n"
+      "Nesting results: one graph per path pattern (the paper's Figure 8): "
+      "nodes\nwith name and mean latency, call edges with the mean call "
+      "delay, the first\nedge with instance count and total latency; the node "
+      "that adds the most of\nthe path's latency is filled red and named in "
+      "the "
+      "title.\nConvolution results: one graph (Figure 9), edges with message "
+      "count and\ndelays in declining frequency. DIR gets the pictures and an "
+      "index.html.");
+  cl.options().add_options()("output,o", po::value<std::string>(),
+                             "output folder (created if missing)")(
+      "format,f", po::value<std::string>()->default_value("svg"),
+      "dot, svg or png")("top,n", po::value<long long>(),
+                         "only the first N patterns (default: all)")(
+      "one-page", "all patterns on one page (patterns.svg or patterns.dot)")(
+      "no-highlight",
+      "do not fill nodes by their share of the path's own time");
   cl.AddPositional("RESULT", "result JSON ('-' for standard input)", 1, 1);
-  cl.SetEpilog("Examples:\n  bbprof render nest.json -o pics\n"
-               "  bbprof render nest.json -o pics --top 10 --one-page\n"
-               "  bbprof render conv.json -o pics --format png");
+  cl.SetEpilog(
+      "Examples:\n  bbprof render nest.json -o pics\n"
+      "  bbprof render nest.json -o pics --top 10 --one-page\n"
+      "  bbprof render conv.json -o pics --format png");
   if (auto rc = cl.Parse(args)) return *rc;
 
   viz::RenderOptions options;
@@ -41,7 +47,8 @@ int Run(std::span<const std::string> args) {
     return cl.UsageError("--format must be dot, svg or png, not '" +
                          cl.Get<std::string>("format") + "'");
   }
-  if (!cl.Has("output")) return cl.UsageError("missing -o DIR (the output folder)");
+  if (!cl.Has("output"))
+    return cl.UsageError("missing -o DIR (the output folder)");
   if (cl.Has("top")) {
     long long top = cl.Get<long long>("top");
     if (top < 1) return cl.UsageError("--top must be at least 1");
@@ -83,6 +90,7 @@ int Run(std::span<const std::string> args) {
 }  // namespace
 
 const Subcommand kRenderCommand = {
-    "render", "draw a nest or convolve result as Graphviz pictures (dot, SVG, PNG)", Run};
+    "render",
+    "draw a nest or convolve result as Graphviz pictures (dot, SVG, PNG)", Run};
 
 }  // namespace bbprof::cli

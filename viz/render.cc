@@ -37,7 +37,8 @@ std::string Join(const std::string& path, const std::string& key) {
 Result<const json*> Member(const json& obj, const std::string& path,
                            const std::string& key, const char* expected) {
   std::string p = Join(path, key);
-  if (!obj.is_object()) return FieldError(path.empty() ? "$" : path, "an object", "not an object");
+  if (!obj.is_object())
+    return FieldError(path.empty() ? "$" : path, "an object", "not an object");
   auto it = obj.find(key);
   if (it == obj.end()) return FieldError(p, expected, "missing");
   return &*it;
@@ -47,7 +48,8 @@ Result<std::string> GetString(const json& obj, const std::string& path,
                               const std::string& key) {
   auto m = Member(obj, path, key, "a string");
   if (!m.ok()) return m.status();
-  if (!(*m)->is_string()) return FieldError(Join(path, key), "a string", "wrong type");
+  if (!(*m)->is_string())
+    return FieldError(Join(path, key), "a string", "wrong type");
   return (*m)->get<std::string>();
 }
 
@@ -55,9 +57,11 @@ Result<double> GetNumber(const json& obj, const std::string& path,
                          const std::string& key) {
   auto m = Member(obj, path, key, "a number");
   if (!m.ok()) return m.status();
-  if (!(*m)->is_number()) return FieldError(Join(path, key), "a number", "wrong type");
+  if (!(*m)->is_number())
+    return FieldError(Join(path, key), "a number", "wrong type");
   double v = (*m)->get<double>();
-  if (!std::isfinite(v)) return FieldError(Join(path, key), "a finite number", "not finite");
+  if (!std::isfinite(v))
+    return FieldError(Join(path, key), "a finite number", "not finite");
   return v;
 }
 
@@ -72,7 +76,8 @@ Result<int64_t> GetInteger(const json& obj, const std::string& path,
     }
     return static_cast<int64_t>(u);
   }
-  if (!(*m)->is_number_integer()) return FieldError(Join(path, key), "an integer", "wrong type");
+  if (!(*m)->is_number_integer())
+    return FieldError(Join(path, key), "an integer", "wrong type");
   return (*m)->get<int64_t>();
 }
 
@@ -80,16 +85,18 @@ Result<const json*> GetArray(const json& obj, const std::string& path,
                              const std::string& key) {
   auto m = Member(obj, path, key, "an array");
   if (!m.ok()) return m.status();
-  if (!(*m)->is_array()) return FieldError(Join(path, key), "an array", "wrong type");
+  if (!(*m)->is_array())
+    return FieldError(Join(path, key), "an array", "wrong type");
   return *m;
 }
 
 #define VIZ_CONCAT_INNER(a, b) a##b
 #define VIZ_CONCAT(a, b) VIZ_CONCAT_INNER(a, b)
-#define VIZ_ASSIGN(lhs, expr) VIZ_ASSIGN_IMPL(VIZ_CONCAT(viz_r_, __LINE__), lhs, expr)
-#define VIZ_ASSIGN_IMPL(tmp, lhs, expr)   \
-  auto tmp = (expr);                      \
-  if (!tmp.ok()) return tmp.status();     \
+#define VIZ_ASSIGN(lhs, expr) \
+  VIZ_ASSIGN_IMPL(VIZ_CONCAT(viz_r_, __LINE__), lhs, expr)
+#define VIZ_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                    \
+  if (!tmp.ok()) return tmp.status();   \
   lhs = std::move(tmp).value()
 
 // A node of a nesting pattern (spec: patterns[].root, recursively).
@@ -129,15 +136,16 @@ Status ParseNode(const json& j, const std::string& path, bool is_root,
     // The root's call delay is 0 by definition and not drawn.
     const json* cd;
     VIZ_ASSIGN(cd, Member(j, path, "call_delay_s", "an object"));
-    VIZ_ASSIGN(out->call_delay_s, GetNumber(*cd, path + ".call_delay_s", "mean"));
+    VIZ_ASSIGN(out->call_delay_s,
+               GetNumber(*cd, path + ".call_delay_s", "mean"));
   }
   const json* children;
   VIZ_ASSIGN(children, GetArray(j, path, "children"));
   out->children.resize(children->size());
   for (size_t i = 0; i < children->size(); ++i) {
-    BBPROF_RETURN_IF_ERROR(ParseNode((*children)[i],
-                                     path + ".children[" + std::to_string(i) + "]",
-                                     false, depth + 1, &out->children[i]));
+    BBPROF_RETURN_IF_ERROR(
+        ParseNode((*children)[i], path + ".children[" + std::to_string(i) + "]",
+                  false, depth + 1, &out->children[i]));
   }
   return Status::Ok();
 }
@@ -170,7 +178,8 @@ Result<std::vector<Pattern>> ParseNest(const json& doc, size_t top) {
     const json* root;
     VIZ_ASSIGN(root, Member(p, path, "root", "an object"));
     VIZ_ASSIGN(pat.caller, GetString(*root, path + ".root", "caller"));
-    BBPROF_RETURN_IF_ERROR(ParseNode(*root, path + ".root", true, 0, &pat.root));
+    BBPROF_RETURN_IF_ERROR(
+        ParseNode(*root, path + ".root", true, 0, &pat.root));
     ComputeOwnTimes(&pat.root);
   }
   return out;
@@ -196,7 +205,8 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
   VIZ_ASSIGN(roots, GetArray(doc, "", "roots"));
   for (size_t i = 0; i < roots->size(); ++i) {
     if (!(*roots)[i].is_string()) {
-      return FieldError("roots[" + std::to_string(i) + "]", "a string", "wrong type");
+      return FieldError("roots[" + std::to_string(i) + "]", "a string",
+                        "wrong type");
     }
     g.roots.push_back((*roots)[i].get<std::string>());
   }
@@ -209,7 +219,9 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
     VIZ_ASSIGN(id, GetInteger((*vertices)[i], path, "id"));
     VIZ_ASSIGN(node, GetString((*vertices)[i], path, "node"));
     for (const auto& v : g.vertices) {
-      if (v.first == id) return Status::Error(path + ".id: duplicate vertex id " + std::to_string(id));
+      if (v.first == id)
+        return Status::Error(path + ".id: duplicate vertex id " +
+                             std::to_string(id));
     }
     g.vertices.emplace_back(id, std::move(node));
   }
@@ -226,8 +238,12 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
     VIZ_ASSIGN(ce.from, GetInteger(e, path, "from"));
     VIZ_ASSIGN(ce.to, GetInteger(e, path, "to"));
     VIZ_ASSIGN(ce.count, GetInteger(e, path, "count"));
-    if (!known(ce.from)) return Status::Error(path + ".from: no vertex with id " + std::to_string(ce.from));
-    if (!known(ce.to)) return Status::Error(path + ".to: no vertex with id " + std::to_string(ce.to));
+    if (!known(ce.from))
+      return Status::Error(path + ".from: no vertex with id " +
+                           std::to_string(ce.from));
+    if (!known(ce.to))
+      return Status::Error(path + ".to: no vertex with id " +
+                           std::to_string(ce.to));
     const json* delays;
     VIZ_ASSIGN(delays, GetArray(e, path, "delays"));
     for (size_t k = 0; k < delays->size(); ++k) {
@@ -240,7 +256,9 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
     // The spec promises declining count order; keep it even if a producer
     // forgot (stable, so equal counts keep the producer's order).
     std::stable_sort(ce.delays.begin(), ce.delays.end(),
-                     [](const ConvDelay& a, const ConvDelay& b) { return a.count > b.count; });
+                     [](const ConvDelay& a, const ConvDelay& b) {
+                       return a.count > b.count;
+                     });
     g.edges.push_back(std::move(ce));
   }
   return g;
@@ -310,9 +328,12 @@ class Canvas {
   explicit Canvas(const std::string& name)
       : g_(agopen(const_cast<char*>(name.c_str()), Agdirected, &kStringDisc)) {
     Set(g_.get(), "fontname", "Helvetica");
-    agattr(g_.get(), AGNODE, const_cast<char*>("fontname"), const_cast<char*>("Helvetica"));
-    agattr(g_.get(), AGEDGE, const_cast<char*>("fontname"), const_cast<char*>("Helvetica"));
-    agattr(g_.get(), AGEDGE, const_cast<char*>("fontsize"), const_cast<char*>("10"));
+    agattr(g_.get(), AGNODE, const_cast<char*>("fontname"),
+           const_cast<char*>("Helvetica"));
+    agattr(g_.get(), AGEDGE, const_cast<char*>("fontname"),
+           const_cast<char*>("Helvetica"));
+    agattr(g_.get(), AGEDGE, const_cast<char*>("fontsize"),
+           const_cast<char*>("10"));
   }
   Agraph_t* g() { return g_.get(); }
 
@@ -323,7 +344,9 @@ class Canvas {
   Agnode_t* Node(const std::string& name) {
     return agnode(g_.get(), const_cast<char*>(name.c_str()), 1);
   }
-  Agedge_t* Edge(Agnode_t* t, Agnode_t* h) { return agedge(g_.get(), t, h, nullptr, 1); }
+  Agedge_t* Edge(Agnode_t* t, Agnode_t* h) {
+    return agedge(g_.get(), t, h, nullptr, 1);
+  }
 
  private:
   GraphPtr g_;
@@ -365,8 +388,9 @@ Result<std::string> RenderGraph(GVC_t* gvc, Agraph_t* g, Format format) {
     unsigned int length = 0;
     const char* fmt = format == Format::kSvg ? "svg" : "png";
     if (gvRenderData(gvc, g, fmt, &data, &length) != 0 || data == nullptr) {
-      status = Status::Error(std::string("graphviz cannot render ") + fmt +
-                             " (is its plugin installed? run 'dot -c' as root): " + errors);
+      status = Status::Error(
+          std::string("graphviz cannot render ") + fmt +
+          " (is its plugin installed? run 'dot -c' as root): " + errors);
     } else {
       out.assign(data, length);
     }
@@ -405,15 +429,15 @@ std::string CulpritLine(const Pattern& p) {
   Culprit c;
   FindCulprit(p.root, &c);
   if (c.node == nullptr || p.root.latency_s <= 0) return "";
-  return EscapeLabel(c.node->name) + " adds " + Percent(c.own_s / p.root.latency_s) +
-         " of this path's latency";
+  return EscapeLabel(c.node->name) + " adds " +
+         Percent(c.own_s / p.root.latency_s) + " of this path's latency";
 }
 
 std::string TitleFor(const Pattern& p, const RenderOptions& options) {
-  std::string t = "#" + std::to_string(p.rank) + "  " + EscapeLabel(p.signature) + "\\l" +
-                  std::to_string(p.count) + " instances, " +
-                  FormatDuration(p.total_latency_s) + " total, " +
-                  FormatDuration(p.root.latency_s) + " mean\\l";
+  std::string t = "#" + std::to_string(p.rank) + "  " +
+                  EscapeLabel(p.signature) + "\\l" + std::to_string(p.count) +
+                  " instances, " + FormatDuration(p.total_latency_s) +
+                  " total, " + FormatDuration(p.root.latency_s) + " mean\\l";
   if (options.highlight) {
     std::string line = CulpritLine(p);
     if (!line.empty()) t += line + "\\l";
@@ -435,12 +459,13 @@ void AddPatternNodes(Canvas* cv, const PatternNode& n, Agnode_t* parent,
   std::string id = prefix + "-n" + std::to_string((*counter)++);
   Agnode_t* node = cv->Node(id);
   Canvas::Set(node, "id", id);
-  Canvas::Set(node, "label", EscapeLabel(n.name) + "\\n" + FormatDuration(n.latency_s));
+  Canvas::Set(node, "label",
+              EscapeLabel(n.name) + "\\n" + FormatDuration(n.latency_s));
   double share = path_latency > 0 ? n.own_s / path_latency : 0;
   Canvas::Set(node, "tooltip",
               EscapeLabel(n.name) + ": latency " + FormatDuration(n.latency_s) +
-                  ", own time " + FormatDuration(n.own_s) + " (" + Percent(share) +
-                  " of the path)");
+                  ", own time " + FormatDuration(n.own_s) + " (" +
+                  Percent(share) + " of the path)");
   if (options.highlight) {
     Canvas::Set(node, "style", "filled");
     Canvas::Set(node, "fillcolor", FillFor(share));
@@ -453,7 +478,8 @@ void AddPatternNodes(Canvas* cv, const PatternNode& n, Agnode_t* parent,
   }
   if (out != nullptr) *out = node;
   for (const auto& c : n.children) {
-    AddPatternNodes(cv, c, node, prefix, path_latency, options, counter, culprit, nullptr);
+    AddPatternNodes(cv, c, node, prefix, path_latency, options, counter,
+                    culprit, nullptr);
   }
 }
 
@@ -474,13 +500,14 @@ Result<std::string> RenderPattern(GVC_t* gvc, const Pattern& p, size_t index,
   FindCulprit(p.root, &c);
   int counter = 0;
   Agnode_t* root = nullptr;
-  AddPatternNodes(&cv, p.root, nullptr, prefix, p.root.latency_s, options, &counter,
-                  c.node, &root);
+  AddPatternNodes(&cv, p.root, nullptr, prefix, p.root.latency_s, options,
+                  &counter, c.node, &root);
   // Section 5.4: the instance count and total latency sit on the first edge.
   Agedge_t* first = cv.Edge(caller, root);
   Canvas::Set(first, "id", prefix + "-first");
-  Canvas::Set(first, "label", std::to_string(p.count) + " calls\\n" +
-                                  FormatDuration(p.total_latency_s) + " total");
+  Canvas::Set(first, "label",
+              std::to_string(p.count) + " calls\\n" +
+                  FormatDuration(p.total_latency_s) + " total");
   Canvas::Set(first, "style", "bold");
   return RenderGraph(gvc, cv.g(), options.format);
 }
@@ -518,7 +545,8 @@ Result<std::string> StackSvgs(const std::vector<std::string>& svgs) {
   double width = 0, y = 0;
   for (const auto& svg : svgs) {
     size_t open = svg.find("<svg");
-    if (open == std::string::npos) return Status::Error("graphviz SVG without <svg>");
+    if (open == std::string::npos)
+      return Status::Error("graphviz SVG without <svg>");
     size_t close = svg.find('>', open);
     std::string tag = svg.substr(open, close - open);
     // The viewBox holds the exact size; width/height are rounded to points.
@@ -531,7 +559,8 @@ Result<std::string> StackSvgs(const std::vector<std::string>& svgs) {
     // Inner sizes in the page's user units (1 unit = 1 pt), not absolute pt.
     ReplaceAttr(&tag, "width", Printf("%.2f", w));
     ReplaceAttr(&tag, "height", Printf("%.2f", h));
-    body += tag.substr(0, 4) + " x=\"0\" y=\"" + Printf("%.2f", y) + "\"" + tag.substr(4);
+    body += tag.substr(0, 4) + " x=\"0\" y=\"" + Printf("%.2f", y) + "\"" +
+            tag.substr(4);
     body += svg.substr(close);
     if (!body.empty() && body.back() != '\n') body += '\n';
     width = std::max(width, w);
@@ -543,8 +572,10 @@ Result<std::string> StackSvgs(const std::vector<std::string>& svgs) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" "
       "xmlns:xlink=\"http://www.w3.org/1999/xlink\" width=\"" +
       Printf("%.2f", width) + "pt\" height=\"" + Printf("%.2f", height) +
-      "pt\" viewBox=\"0.00 0.00 " + Printf("%.2f", width) + " " + Printf("%.2f", height) +
-      "\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body + "</svg>\n";
+      "pt\" viewBox=\"0.00 0.00 " + Printf("%.2f", width) + " " +
+      Printf("%.2f", height) +
+      "\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n" + body +
+      "</svg>\n";
   return page;
 }
 
@@ -552,20 +583,29 @@ std::string HtmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
 std::string IndexPage(const std::string& title, const std::string& rows) {
-  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
-         "</title></head>\n<body>\n<h1>" + HtmlEscape(title) + "</h1>\n" + rows +
-         "</body></html>\n";
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" +
+         HtmlEscape(title) + "</title></head>\n<body>\n<h1>" +
+         HtmlEscape(title) + "</h1>\n" + rows + "</body></html>\n";
 }
 
 // What the nest index lists for a pattern (plain text; escaped by the caller).
@@ -590,22 +630,27 @@ Result<std::vector<RenderedFile>> RenderNest(GVC_t* gvc, const json& doc,
       text += "\\nin " + EscapeLabel(doc["input"]["path"].get<std::string>());
     }
     std::string contents;
-    VIZ_ASSIGN(contents, RenderMessage(gvc, "no_patterns", text, options.format));
+    VIZ_ASSIGN(contents,
+               RenderMessage(gvc, "no_patterns", text, options.format));
     files.push_back({"patterns." + ext, std::move(contents)});
-    rows = "<p>No patterns: <a href=\"patterns." + ext + "\">patterns." + ext + "</a></p>\n";
+    rows = "<p>No patterns: <a href=\"patterns." + ext + "\">patterns." + ext +
+           "</a></p>\n";
   } else {
     std::vector<std::string> pictures;
-    rows = "<table>\n<tr><th>rank</th><th>pattern</th><th>instances</th>"
-           "<th>total latency</th><th>mean latency</th><th>culprit</th></tr>\n";
+    rows =
+        "<table>\n<tr><th>rank</th><th>pattern</th><th>instances</th>"
+        "<th>total latency</th><th>mean latency</th><th>culprit</th></tr>\n";
     for (size_t i = 0; i < patterns.size(); ++i) {
       const Pattern& p = patterns[i];
       std::string contents;
       VIZ_ASSIGN(contents, RenderPattern(gvc, p, i, options));
       std::string name = "pattern-" + PatternId(i).substr(1) + "." + ext;
-      std::string link = options.one_page ? "patterns." + ext + "#" + PatternId(i) : name;
-      rows += "<tr><td>" + std::to_string(p.rank) + "</td><td><a href=\"" + link + "\">" +
-              HtmlEscape(p.signature) + "</a></td><td>" + std::to_string(p.count) +
-              "</td><td>" + HtmlEscape(FormatDuration(p.total_latency_s)) + "</td><td>" +
+      std::string link =
+          options.one_page ? "patterns." + ext + "#" + PatternId(i) : name;
+      rows += "<tr><td>" + std::to_string(p.rank) + "</td><td><a href=\"" +
+              link + "\">" + HtmlEscape(p.signature) + "</a></td><td>" +
+              std::to_string(p.count) + "</td><td>" +
+              HtmlEscape(FormatDuration(p.total_latency_s)) + "</td><td>" +
               HtmlEscape(FormatDuration(p.root.latency_s)) + "</td><td>" +
               HtmlEscape(PlainCulprit(p)) + "</td></tr>\n";
       if (options.one_page) {
@@ -622,12 +667,14 @@ Result<std::vector<RenderedFile>> RenderNest(GVC_t* gvc, const json& doc,
       } else if (options.format == Format::kDot) {
         for (const auto& g : pictures) page += g;
       } else {
-        return Status::Error("--one-page is available for svg and dot, not png");
+        return Status::Error(
+            "--one-page is available for svg and dot, not png");
       }
       files.push_back({"patterns." + ext, std::move(page)});
     }
   }
-  files.push_back({"index.html", IndexPage("bbprof nest: path patterns", rows)});
+  files.push_back(
+      {"index.html", IndexPage("bbprof nest: path patterns", rows)});
   return files;
 }
 
@@ -639,11 +686,13 @@ Result<std::vector<RenderedFile>> RenderConvolve(GVC_t* gvc, const json& doc,
   std::string name = "convolution." + ext;
   std::string contents;
   if (cg.edges.empty()) {
-    VIZ_ASSIGN(contents, RenderMessage(gvc, "no_paths", "no paths", options.format));
+    VIZ_ASSIGN(contents,
+               RenderMessage(gvc, "no_paths", "no paths", options.format));
   } else {
     Canvas cv("convolution");
     Canvas::Set(cv.g(), "id", "convolution");
-    std::string title = "bbprof convolve: " + std::to_string(cg.edges.size()) + " edges";
+    std::string title =
+        "bbprof convolve: " + std::to_string(cg.edges.size()) + " edges";
     if (!cg.roots.empty()) {
       title += ", roots";
       for (const auto& r : cg.roots) title += " " + EscapeLabel(r);
@@ -675,7 +724,8 @@ Result<std::vector<RenderedFile>> RenderConvolve(GVC_t* gvc, const json& doc,
       // Figure 9: the message count, then the delays in declining frequency.
       std::string label = std::to_string(e.count) + " msgs";
       for (const auto& d : e.delays) {
-        label += "\\n" + FormatDuration(d.delay_s) + " (" + std::to_string(d.count) + ")";
+        label += "\\n" + FormatDuration(d.delay_s) + " (" +
+                 std::to_string(d.count) + ")";
       }
       Canvas::Set(ge, "label", label);
     }
@@ -684,7 +734,8 @@ Result<std::vector<RenderedFile>> RenderConvolve(GVC_t* gvc, const json& doc,
   std::vector<RenderedFile> files;
   files.push_back({name, std::move(contents)});
   files.push_back({"index.html", IndexPage("bbprof convolve: message graph",
-                                           "<p><a href=\"" + name + "\">" + name + "</a></p>\n")});
+                                           "<p><a href=\"" + name + "\">" +
+                                               name + "</a></p>\n")});
   return files;
 }
 
@@ -705,9 +756,12 @@ bool ParseFormat(const std::string& text, Format* format) {
 
 const char* FormatExtension(Format format) {
   switch (format) {
-    case Format::kDot: return "dot";
-    case Format::kSvg: return "svg";
-    case Format::kPng: return "png";
+    case Format::kDot:
+      return "dot";
+    case Format::kSvg:
+      return "svg";
+    case Format::kPng:
+      return "png";
   }
   return "svg";
 }
@@ -721,7 +775,8 @@ double OwnTime(double latency_s, const std::vector<ChildInterval>& children) {
   std::vector<std::pair<double, double>> iv;
   for (const auto& c : children) {
     double a = std::clamp(c.call_delay_s, 0.0, std::max(0.0, latency_s));
-    double b = std::clamp(c.call_delay_s + c.latency_s, 0.0, std::max(0.0, latency_s));
+    double b =
+        std::clamp(c.call_delay_s + c.latency_s, 0.0, std::max(0.0, latency_s));
     if (b > a) iv.emplace_back(a, b);
   }
   std::sort(iv.begin(), iv.end());
@@ -745,7 +800,9 @@ std::string FormatDuration(double seconds) {
   if (a == 0) return "0 s";
   auto three = [](double v, const char* unit) {
     // Three significant digits.
-    const char* fmt = std::fabs(v) >= 100 ? "%.0f %s" : std::fabs(v) >= 10 ? "%.1f %s" : "%.2f %s";
+    const char* fmt = std::fabs(v) >= 100  ? "%.0f %s"
+                      : std::fabs(v) >= 10 ? "%.1f %s"
+                                           : "%.2f %s";
     char buf[64];
     std::snprintf(buf, sizeof buf, fmt, v, unit);
     return std::string(buf);
@@ -758,15 +815,18 @@ std::string FormatDuration(double seconds) {
 
 Result<std::vector<RenderedFile>> RenderResult(const nlohmann::json& result,
                                                const RenderOptions& options) {
-  if (!result.is_object()) return Status::Error("$: expected a JSON object (a bbprof result)");
+  if (!result.is_object())
+    return Status::Error("$: expected a JSON object (a bbprof result)");
   std::string tool;
   VIZ_ASSIGN(tool, GetString(result, "", "tool"));
   if (tool != "bbprof nest" && tool != "bbprof convolve") {
-    return Status::Error("tool: '" + tool +
-                         "' is not a result this renderer knows (expected 'bbprof nest' or "
-                         "'bbprof convolve')");
+    return Status::Error(
+        "tool: '" + tool +
+        "' is not a result this renderer knows (expected 'bbprof nest' or "
+        "'bbprof convolve')");
   }
-  if (options.one_page && options.format == Format::kPng && tool == "bbprof nest") {
+  if (options.one_page && options.format == Format::kPng &&
+      tool == "bbprof nest") {
     return Status::Error("--one-page is available for svg and dot, not png");
   }
   // Graphviz keeps global state (error handler, the pango plugin's font
@@ -774,13 +834,14 @@ Result<std::vector<RenderedFile>> RenderResult(const nlohmann::json& result,
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   GVC_t* gvc = SharedContext();
-  if (gvc == nullptr) return Status::Error("cannot start graphviz (gvContext failed)");
+  if (gvc == nullptr)
+    return Status::Error("cannot start graphviz (gvContext failed)");
   if (tool == "bbprof nest") return RenderNest(gvc, result, options);
   return RenderConvolve(gvc, result, options);
 }
 
-Status RenderResultToDir(const nlohmann::json& result, const RenderOptions& options,
-                         const std::string& dir) {
+Status RenderResultToDir(const nlohmann::json& result,
+                         const RenderOptions& options, const std::string& dir) {
   auto files = RenderResult(result, options);
   if (!files.ok()) return files.status();
   std::error_code ec;

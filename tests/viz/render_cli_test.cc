@@ -24,7 +24,9 @@ int RunRender(const std::string& args, const TempDir& dir) {
 
 TEST(RenderCliTest, RendersSvgIntoFolder) {
   TempDir dir;
-  EXPECT_EQ(RunRender(kData + "nest.json -o " + dir.File("out") + " --top 2", dir), 0);
+  EXPECT_EQ(
+      RunRender(kData + "nest.json -o " + dir.File("out") + " --top 2", dir),
+      0);
   EXPECT_TRUE(std::filesystem::exists(dir.File("out/pattern-001.svg")));
   EXPECT_TRUE(std::filesystem::exists(dir.File("out/pattern-002.svg")));
   EXPECT_TRUE(std::filesystem::exists(dir.File("out/index.html")));
@@ -33,7 +35,9 @@ TEST(RenderCliTest, RendersSvgIntoFolder) {
 
 TEST(RenderCliTest, QuietPrintsNothing) {
   TempDir dir;
-  EXPECT_EQ(RunRender(kData + "convolve.json -q -f dot -o " + dir.File("out"), dir), 0);
+  EXPECT_EQ(
+      RunRender(kData + "convolve.json -q -f dot -o " + dir.File("out"), dir),
+      0);
   EXPECT_EQ(ReadFile(dir.File("stderr")), "");
   EXPECT_TRUE(std::filesystem::exists(dir.File("out/convolution.dot")));
 }
@@ -42,22 +46,26 @@ TEST(RenderCliTest, MalformedJsonFailsWithLineAndExit1) {
   TempDir dir;
   EXPECT_EQ(RunRender(kData + "malformed.json -o " + dir.File("out"), dir), 1);
   std::string err = ReadFile(dir.File("stderr"));
-  EXPECT_NE(err.find("malformed.json: not valid JSON"), std::string::npos) << err;
+  EXPECT_NE(err.find("malformed.json: not valid JSON"), std::string::npos)
+      << err;
   EXPECT_NE(err.find("line 3"), std::string::npos) << err;
   EXPECT_FALSE(std::filesystem::exists(dir.File("out/index.html")));
 }
 
 TEST(RenderCliTest, MissingFieldFailsWithJsonPathAndExit1) {
   TempDir dir;
-  EXPECT_EQ(RunRender(kData + "missing_mean.json -o " + dir.File("out"), dir), 1);
+  EXPECT_EQ(RunRender(kData + "missing_mean.json -o " + dir.File("out"), dir),
+            1);
   EXPECT_NE(ReadFile(dir.File("stderr"))
-                .find("missing_mean.json: patterns[0].root.children[0].latency_s.mean: missing"),
+                .find("missing_mean.json: "
+                      "patterns[0].root.children[0].latency_s.mean: missing"),
             std::string::npos);
 }
 
 TEST(RenderCliTest, MissingFileExit1) {
   TempDir dir;
-  EXPECT_EQ(RunRender(dir.File("nope.json") + " -o " + dir.File("out"), dir), 1);
+  EXPECT_EQ(RunRender(dir.File("nope.json") + " -o " + dir.File("out"), dir),
+            1);
 }
 
 TEST(RenderCliTest, UsageErrorsExit2) {
@@ -74,7 +82,8 @@ TEST(RenderCliTest, UsageErrorsExit2) {
 TEST(RenderCliTest, EmptyResultIsANoPatternsPageNotAnError) {
   TempDir dir;
   EXPECT_EQ(RunRender(kData + "empty.json -o " + dir.File("out"), dir), 0);
-  EXPECT_NE(ReadFile(dir.File("out/patterns.svg")).find("no patterns"), std::string::npos);
+  EXPECT_NE(ReadFile(dir.File("out/patterns.svg")).find("no patterns"),
+            std::string::npos);
 }
 
 }  // namespace

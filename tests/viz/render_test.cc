@@ -19,14 +19,16 @@ nlohmann::json Load(const std::string& name) {
   return nlohmann::json::parse(ReadFile(kData + name));
 }
 
-std::vector<RenderedFile> RenderOk(const nlohmann::json& doc, RenderOptions opts) {
+std::vector<RenderedFile> RenderOk(const nlohmann::json& doc,
+                                   RenderOptions opts) {
   auto r = RenderResult(doc, opts);
   EXPECT_TRUE(r.ok()) << r.status().message();
   if (!r.ok()) return {};
   return *r;
 }
 
-const RenderedFile* Find(const std::vector<RenderedFile>& files, const std::string& name) {
+const RenderedFile* Find(const std::vector<RenderedFile>& files,
+                         const std::string& name) {
   for (const auto& f : files) {
     if (f.name == name) return &f;
   }
@@ -34,8 +36,8 @@ const RenderedFile* Find(const std::vector<RenderedFile>& files, const std::stri
 }
 
 // Golden files: the dot text of each fixture. Regenerate after an intended
-// change with `bbprof render tests/viz/data/X.json -f dot -o tests/viz/data/golden/X`
-// and review the diff.
+// change with `bbprof render tests/viz/data/X.json -f dot -o
+// tests/viz/data/golden/X` and review the diff.
 void ExpectGolden(const std::string& fixture, RenderOptions opts) {
   opts.format = Format::kDot;
   auto files = RenderOk(Load(fixture + ".json"), opts);
@@ -48,10 +50,14 @@ void ExpectGolden(const std::string& fixture, RenderOptions opts) {
   }
 }
 
-TEST(RenderGoldenTest, NestingPatternsMatchFigure8Golden) { ExpectGolden("nest", {}); }
+TEST(RenderGoldenTest, NestingPatternsMatchFigure8Golden) {
+  ExpectGolden("nest", {});
+}
 TEST(RenderGoldenTest, SpecialCharactersGolden) { ExpectGolden("special", {}); }
 TEST(RenderGoldenTest, EmptyResultGolden) { ExpectGolden("empty", {}); }
-TEST(RenderGoldenTest, ConvolutionMatchesFigure9Golden) { ExpectGolden("convolve", {}); }
+TEST(RenderGoldenTest, ConvolutionMatchesFigure9Golden) {
+  ExpectGolden("convolve", {});
+}
 
 TEST(RenderTest, Figure8LabelsInDot) {
   RenderOptions opts;
@@ -63,9 +69,11 @@ TEST(RenderTest, Figure8LabelsInDot) {
   // and total latency.
   EXPECT_NE(p1->contents.find("label=\"AP1\\n130 ms\""), std::string::npos);
   EXPECT_NE(p1->contents.find("label=\"15.0 ms\""), std::string::npos);
-  EXPECT_NE(p1->contents.find("label=\"5210 calls\\n812 s total\""), std::string::npos);
+  EXPECT_NE(p1->contents.find("label=\"5210 calls\\n812 s total\""),
+            std::string::npos);
   // DB: 95 ms own of a 156 ms path.
-  EXPECT_NE(p1->contents.find("DB adds 61% of this path's latency"), std::string::npos);
+  EXPECT_NE(p1->contents.find("DB adds 61% of this path's latency"),
+            std::string::npos);
   EXPECT_NE(Find(files, "pattern-002.dot"), nullptr);
   EXPECT_NE(Find(files, "index.html"), nullptr);
 }
@@ -151,18 +159,22 @@ std::string ErrorOf(const nlohmann::json& doc) {
 
 TEST(RenderErrorTest, MissingFieldsNameTheirJsonPath) {
   EXPECT_EQ(ErrorOf(Load("missing_mean.json")),
-            "patterns[0].root.children[0].latency_s.mean: missing (expected a number)");
+            "patterns[0].root.children[0].latency_s.mean: missing (expected a "
+            "number)");
   nlohmann::json doc = Load("nest.json");
   doc["patterns"][1].erase("count");
   EXPECT_EQ(ErrorOf(doc), "patterns[1].count: missing (expected an integer)");
   doc = Load("nest.json");
   doc["patterns"][0]["root"]["children"][1]["node"] = 7;
-  EXPECT_EQ(ErrorOf(doc), "patterns[0].root.children[1].node: wrong type (expected a string)");
+  EXPECT_EQ(
+      ErrorOf(doc),
+      "patterns[0].root.children[1].node: wrong type (expected a string)");
   doc = Load("convolve.json");
   doc["edges"][2]["to"] = 99;
   EXPECT_EQ(ErrorOf(doc), "edges[2].to: no vertex with id 99");
   EXPECT_EQ(ErrorOf(nlohmann::json::parse(R"({"tool": "bbprof eval"})")),
-            "tool: 'bbprof eval' is not a result this renderer knows (expected 'bbprof "
+            "tool: 'bbprof eval' is not a result this renderer knows (expected "
+            "'bbprof "
             "nest' or 'bbprof convolve')");
   EXPECT_EQ(ErrorOf(nlohmann::json::parse("[1,2]")),
             "$: expected a JSON object (a bbprof result)");
@@ -182,17 +194,24 @@ TEST(RenderErrorTest, DeepNestingIsAnErrorNotACrash) {
   }
   leaf["caller"] = "c";
   nlohmann::json doc = {{"tool", "bbprof nest"},
-                        {"patterns", {{{"rank", 1}, {"signature", "s"}, {"count", 1},
-                                       {"total_latency_s", 1}, {"root", leaf}}}}};
-  EXPECT_NE(ErrorOf(doc).find("nested deeper than 200 calls"), std::string::npos);
+                        {"patterns",
+                         {{{"rank", 1},
+                           {"signature", "s"},
+                           {"count", 1},
+                           {"total_latency_s", 1},
+                           {"root", leaf}}}}};
+  EXPECT_NE(ErrorOf(doc).find("nested deeper than 200 calls"),
+            std::string::npos);
 }
 
 TEST(RenderToDirTest, WritesEveryFile) {
   TempDir dir;
   std::string out = dir.File("a/b");
   ASSERT_TRUE(RenderResultToDir(Load("nest.json"), {}, out).ok());
-  EXPECT_NE(ReadFile(out + "/pattern-001.svg").find("</svg>"), std::string::npos);
-  EXPECT_NE(ReadFile(out + "/index.html").find("pattern-002.svg"), std::string::npos);
+  EXPECT_NE(ReadFile(out + "/pattern-001.svg").find("</svg>"),
+            std::string::npos);
+  EXPECT_NE(ReadFile(out + "/index.html").find("pattern-002.svg"),
+            std::string::npos);
 }
 
 TEST(OwnTimeTest, SequentialChildrenAddUp) {
