@@ -4,6 +4,7 @@
 #include "cli/eval_command.h"
 #include "cli/nest_command.h"
 #include "cli/maketrace_command.h"
+#include "cli/render_command.h"
 #include "cli/subcommand.h"
 
 namespace bbprof::cli {
@@ -14,6 +15,7 @@ std::span<const Subcommand> AllSubcommands() {
       kNestCommand,
       kEvalCommand,
       kMaketraceCommand,
+      kRenderCommand,
   };
   return kTable;
 }
