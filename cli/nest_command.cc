@@ -10,6 +10,7 @@
 #include "nesting/output.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
+#include "viz/render.h"
 
 namespace bbprof::cli {
 
@@ -35,7 +36,9 @@ int Run(std::span<const std::string> args) {
       ("skew-window", po::value<std::string>()->default_value("0"), "tolerate clock skew up to SECONDS between capture points (7.5.6)")
       ("smooth", po::value<double>()->default_value(defaults.smooth_bins), "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
-      ("skip-bad-lines", "skip and count malformed trace lines instead of stopping");
+      ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
+      ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
+      ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR");
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   cl.SetEpilog(
       "Without --json, a text report goes to standard output; with --json -, the\n"
@@ -43,7 +46,8 @@ int Run(std::span<const std::string> args) {
       "Examples:\n"
       "  bbprof nest run.trace --top 10\n"
       "  bbprof nest run.bbt --json result.json --sort total-latency\n"
-      "  bbprof nest merged.trace --skew-window 0.03 --smooth 2");
+      "  bbprof nest merged.trace --skew-window 0.03 --smooth 2\n"
+      "  bbprof nest run.trace --top 5 --svg pictures/");
   if (auto rc = cl.Parse(args)) return *rc;
 
   nesting::Params params;
@@ -102,8 +106,20 @@ int Run(std::span<const std::string> args) {
   if (top > 0 && pats.size() > static_cast<size_t>(top)) pats.resize(static_cast<size_t>(top));
 
   bool json_to_stdout = cl.Has("json") && cl.Get<std::string>("json") == "-";
+  const nlohmann::ordered_json doc = nesting::ResultToJson(*result);
+  // The pictures are drawn from the same JSON document that --json writes,
+  // so 'bbprof render' on that file gives the same bytes.
+  for (const auto& [flag, format] : {std::pair{"svg", viz::Format::kSvg},
+                                     std::pair{"dot", viz::Format::kDot}}) {
+    if (!cl.Has(flag)) continue;
+    viz::RenderOptions render_opts;
+    render_opts.format = format;
+    Status s = viz::RenderResultToDir(nlohmann::json::parse(doc.dump()), render_opts,
+                                      cl.Get<std::string>(flag));
+    if (!s.ok()) return cl.Fail(s.WithContext(cl.Get<std::string>(flag)));
+  }
   if (cl.Has("json")) {
-    std::string text = nesting::ResultToJson(*result).dump(2) + "\n";
+    std::string text = doc.dump(2) + "\n";
     if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), text); !s.ok()) {
       return cl.Fail(s);
     }
