@@ -52,6 +52,13 @@ class BinScale {
                                                     inv_log_base_));
   }
   int size() const { return 2 * positive_bins_ + 1; }
+  // Width of a bin in nanoseconds (the first bin spans -1 us to 1 us).
+  double Width(int bin) const {
+    int k = bin >= positive_bins_ ? bin - positive_bins_ : positive_bins_ - bin;
+    if (k == 0) return 2e3;
+    double lo = 1e3 * std::exp((k - 1) / inv_log_base_);
+    return lo * (std::exp(1.0 / inv_log_base_) - 1.0);
+  }
   int Bin(TimeNs delta) const {
     TimeNs mag = delta < 0 ? -delta : delta;
     int k;
@@ -285,6 +292,14 @@ class Engine {
       }
     }
     stats_.scoreboards = boards_.size();
+    // Scores are densities: a bin's weight divided by its width. With log
+    // bins a wide bin at a long delay collects the accidental nestings of a
+    // whole stretch of time, while the true, short delay is spread over
+    // narrow bins; compared raw, the accidental bin wins as soon as a node
+    // has more than a few calls in flight. Per unit of delay the comparison
+    // is fair at every scale.
+    inv_width_.resize(static_cast<size_t>(scale_.size()));
+    for (int b = 0; b < scale_.size(); ++b) inv_width_[b] = 1.0 / scale_.Width(b);
     if (params_.smooth_bins > 0) {
       const double sd = params_.smooth_bins;
       const int radius = static_cast<int>(std::ceil(3 * sd));
@@ -328,9 +343,10 @@ class Engine {
       for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
         uint32_t pi = cands_[k];
         const Pair& p = pairs_[pi];
+        const int bin = scale_.Bin(c.call - p.call);
         double score =
             boards_[board_index_.at(TripleKey(p.caller, c.caller, c.callee))]
-                   [scale_.Bin(c.call - p.call)];
+                   [bin] * inv_width_[bin];
         if (any_penalty) {
           int overlap = 0, same = 0, any = 0;
           for (uint32_t s = p.first_child; s != kNone;
@@ -472,6 +488,7 @@ class Engine {
   std::vector<uint32_t> root_pattern_;
   std::unordered_map<uint64_t, size_t> board_index_;
   std::vector<std::vector<double>> boards_;
+  std::vector<double> inv_width_;
 };
 
 }  // namespace
