@@ -14,6 +14,7 @@ DecoderInfo RpcDecoderInfo();
 DecoderInfo DnsDecoderInfo();
 DecoderInfo HttpDecoderInfo();
 DecoderInfo Http2DecoderInfo();
+DecoderInfo Http2EndStreamDecoderInfo();
 DecoderInfo GenericDecoderInfo();
 
 // An HTTP/2 connection decoder, also used by the HTTP/1.x decoder when a
@@ -22,8 +23,11 @@ DecoderInfo GenericDecoderInfo();
 // and stream 1 answers the upgrade request, whose call was emitted with that
 // token; other streams then use token 0x80000000 | stream id so they cannot
 // collide with the HTTP/1.x request indices of the same connection.
-std::unique_ptr<StreamDecoder> MakeHttp2Decoder(EventSink& sink,
-                                                int64_t upgraded_token = -1);
+// Where an HTTP/2 stream's return is marked (docs/decoders.md).
+enum class ReturnAt { kFirstHeaders, kEndStream };
+std::unique_ptr<StreamDecoder> MakeHttp2Decoder(
+    EventSink& sink, int64_t upgraded_token = -1,
+    ReturnAt return_at = ReturnAt::kFirstHeaders);
 
 }  // namespace bbprof::capture
 

@@ -1,9 +1,11 @@
 // HTTP/2 in cleartext (RFC 9113), gRPC included. The client's HEADERS frame
-// opening a new stream is a call (token: the stream id); the server's frame
-// carrying END_STREAM on that stream is its return (the response is then
-// complete: for a gRPC server-streaming call this is the end of the stream,
-// not its first message; docs/decoders.md explains the choice). Only frame
-// headers are read; payloads (HPACK blocks, DATA, padding) are skipped.
+// opening a new stream is a call (token: the stream id). Its return is, by
+// default, the server's first HEADERS frame on that stream: the first packet
+// of the response, as section 6.2 defines a return and as HTTP/1.x does; the
+// "http2-end" variant returns at the server's frame carrying END_STREAM (the
+// response complete: for a server-streaming gRPC call, the stream's end).
+// docs/decoders.md explains the choice. Only frame headers are read;
+// payloads (HPACK blocks, DATA, padding) are skipped.
 #include <algorithm>
 #include <string_view>
 #include <unordered_map>
@@ -72,8 +74,8 @@ bool PlausibleFrame(const FrameHeader& h) {
 
 class Http2Decoder final : public StreamDecoder {
  public:
-  Http2Decoder(EventSink& sink, int64_t upgraded_token)
-      : sink_(sink), upgraded_token_(upgraded_token) {
+  Http2Decoder(EventSink& sink, int64_t upgraded_token, ReturnAt return_at)
+      : sink_(sink), upgraded_token_(upgraded_token), return_at_(return_at) {
     if (upgraded_token_ >= 0) streams_[1] = Stream{true, false};
   }
 
@@ -187,12 +189,17 @@ class Http2Decoder final : public StreamDecoder {
           }
           return;
         }
-        if ((h.flags & kEndStream) != 0) {
-          if (!it->second.returned) {
-            sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true});
-          }
-          streams_.erase(it);
+        bool end = (h.flags & kEndStream) != 0;
+        // kFirstHeaders: the response's first frame (always HEADERS) is the
+        // return, as in section 6.2; kEndStream: the frame completing it.
+        bool emit = return_at_ == ReturnAt::kFirstHeaders
+                        ? (h.type == kHeaders || end)
+                        : end;
+        if (emit && !it->second.returned) {
+          it->second.returned = true;
+          sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true});
         }
+        if (end) streams_.erase(it);
         return;
       }
       case kRstStream: {
@@ -225,6 +232,7 @@ class Http2Decoder final : public StreamDecoder {
 
   EventSink& sink_;
   int64_t upgraded_token_;
+  ReturnAt return_at_;
   bool preface_checked_ = false;
   Side client_;
   Side server_;
@@ -235,14 +243,42 @@ int ProbeHttp2(std::span<const std::byte> p) {
   size_t n = std::min(p.size(), kPreface.size());
   if (n < 4) return 0;
   std::string_view got(reinterpret_cast<const char*>(p.data()), n);
-  return got == kPreface.substr(0, n) ? 100 : 0;
+  if (got == kPreface.substr(0, n)) return 100;
+  // A capture that began after the preface: accept a run of plausible
+  // frames that opens with the client's HEADERS on an odd stream.
+  FrameHeader first = ReadFrameHeader(p);
+  if (p.size() < kFrameHeader || first.type != kHeaders ||
+      first.stream % 2 == 0 || !PlausibleFrame(first)) {
+    return 0;
+  }
+  size_t off = 0;
+  while (off + kFrameHeader <= p.size()) {
+    FrameHeader h = ReadFrameHeader(p.subspan(off));
+    if (!PlausibleFrame(h)) return 0;
+    off += kFrameHeader + h.length;
+  }
+  return 40;
 }
 
 }  // namespace
 
 std::unique_ptr<StreamDecoder> MakeHttp2Decoder(EventSink& sink,
-                                                int64_t upgraded_token) {
-  return std::make_unique<Http2Decoder>(sink, upgraded_token);
+                                                int64_t upgraded_token,
+                                                ReturnAt return_at) {
+  return std::make_unique<Http2Decoder>(sink, upgraded_token, return_at);
+}
+
+// The same decoder with the return at the frame carrying END_STREAM (the
+// response complete), chosen by name: --decode tcp/PORT=http2-end.
+DecoderInfo Http2EndStreamDecoderInfo() {
+  DecoderInfo d = Http2DecoderInfo();
+  d.name = "http2-end";
+  d.tcp_ports = {};
+  d.probe_stream = nullptr;
+  d.make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
+    return MakeHttp2Decoder(sink, -1, ReturnAt::kEndStream);
+  };
+  return d;
 }
 
 DecoderInfo Http2DecoderInfo() {

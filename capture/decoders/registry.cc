@@ -12,6 +12,8 @@ std::span<const DecoderInfo> AllDecoders() {
   static const std::vector<DecoderInfo>* const kAll =
       new std::vector<DecoderInfo>{RpcDecoderInfo(), DnsDecoderInfo(),
                                    Http2DecoderInfo(), HttpDecoderInfo(),
+                                   // No ports and no probe: chosen by name only.
+                                   Http2EndStreamDecoderInfo(),
                                    GenericDecoderInfo()};
   return *kAll;
 }

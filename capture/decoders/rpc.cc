@@ -4,6 +4,7 @@
 // bit: last fragment; low 31 bits: length; RFC 5531 section 11); the message
 // header sits at the start of a record's first fragment.
 #include <algorithm>
+#include <array>
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
@@ -17,6 +18,8 @@ namespace {
 constexpr uint32_t kMaxFragment = 16u << 20;
 // xid, msg_type, then rpcvers (call) or reply_stat (reply).
 constexpr size_t kMinHeader = 12;
+// What a record's start must show while hunting (PlausibleWhenHunting).
+constexpr size_t kHuntHeader = 32;
 
 enum class MsgCheck { kOk, kTruncated, kBadType, kBadVersion };
 
@@ -33,6 +36,29 @@ MsgCheck CheckMessage(std::span<const std::byte> m, uint32_t* xid,
   if (!*is_reply && third != 2) return MsgCheck::kBadVersion;
   if (*is_reply && third > 1) return MsgCheck::kBadType;
   return MsgCheck::kOk;
+}
+
+// A stricter look used only while hunting for a record after a hole or
+// garbage, where chance alignments are likely (an NFS call's program number
+// 100003 reads as a record mark): the credential or verifier that follows
+// the header must be sane too. `m` holds up to 32 bytes of the message.
+bool PlausibleWhenHunting(std::span<const std::byte> m, bool reply) {
+  ByteCursor c(m);
+  c.Skip(8);
+  uint32_t third = c.U32();
+  auto known_flavor = [](uint32_t f) { return f <= 3 || f == 6; };
+  if (reply) {
+    uint32_t a = c.U32();
+    uint32_t b = c.U32();
+    if (!c.ok()) return false;
+    if (third == 1) return a <= 1 && (a != 0 || b <= 2);  // rejected
+    return known_flavor(a) && b <= 400 && b % 4 == 0;       // accepted: verifier
+  }
+  uint32_t prog = c.U32();
+  c.Skip(8);  // vers, proc
+  uint32_t flavor = c.U32();
+  uint32_t len = c.U32();
+  return c.ok() && prog != 0 && known_flavor(flavor) && len <= 400 && len % 4 == 0;
 }
 
 void EmitMessage(EventSink& sink, Direction dir, trace::TimeNs ts, bool reply,
@@ -90,6 +116,7 @@ class RpcStreamDecoder final : public StreamDecoder {
     if (s.buf.AbsorbGap(length)) return;  // the hole was inside a fragment
     s.resync = true;
     s.record_start = true;
+    s.header_len = 0;
   }
 
  private:
@@ -97,39 +124,63 @@ class RpcStreamDecoder final : public StreamDecoder {
     StreamBuffer buf;
     bool record_start = true;  // the next fragment begins a new record
     bool resync = false;
+    // The record's first kMinHeader bytes, gathered across fragments.
+    std::array<std::byte, kMinHeader> header{};
+    size_t header_len = 0;
+    trace::TimeNs header_ts = 0;
   };
   Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
 
   void Parse(Direction dir, Side& s) {
-    while (true) {
+    while (s.buf.size() >= 4) {
       auto d = s.buf.data();
-      size_t need = s.record_start ? 4 + kMinHeader : 4;
-      if (d.size() < 4) return;
       ByteCursor c(d);
       uint32_t mark = c.U32();
       bool last = (mark & 0x80000000u) != 0;
       uint32_t len = mark & 0x7fffffffu;
-      // A record's first fragment must hold the message header; later
-      // fragments may be empty only if they end the record.
-      bool sane = len <= kMaxFragment &&
-                  (s.record_start ? len >= kMinHeader : (len > 0 || last));
+      bool first = s.record_start;
+      // In sync, a record may cut its header across fragments; while
+      // hunting for a record after a hole, insist on the header being in
+      // the first fragment (fewer false positives). Only a record's last
+      // fragment may be empty.
+      bool sane = len <= kMaxFragment && (len > 0 || last) &&
+                  !(first && s.resync && len < kMinHeader);
       if (!sane) {
         Bad(s, "rpc_bad_record_mark");
         continue;
       }
-      if (s.record_start) {
-        if (d.size() < need) return;
+      size_t want = std::min<size_t>(len, kMinHeader - s.header_len);
+      if (d.size() < 4 + want) return;
+      if (first && s.resync) {
+        size_t deep = std::min<size_t>(len, kHuntHeader);
+        if (d.size() < 4 + deep) return;
         uint32_t xid = 0;
         bool reply = false;
-        MsgCheck check = CheckMessage(d.subspan(4, kMinHeader), &xid, &reply);
+        if (CheckMessage(d.subspan(4, kMinHeader), &xid, &reply) != MsgCheck::kOk ||
+            !PlausibleWhenHunting(d.subspan(4, deep), reply)) {
+          s.buf.Consume(1);
+          continue;
+        }
+      }
+      if (first) s.header_ts = s.buf.TsAt(0);
+      std::copy_n(d.begin() + 4, want, s.header.begin() + static_cast<std::ptrdiff_t>(s.header_len));
+      s.header_len += want;
+      if (want > 0 && s.header_len == kMinHeader) {
+        uint32_t xid = 0;
+        bool reply = false;
+        MsgCheck check = CheckMessage(s.header, &xid, &reply);
         if (check != MsgCheck::kOk) {
           Bad(s, s.resync ? "rpc_bad_record_mark" : CheckName(check));
           continue;
         }
-        EmitMessage(sink_, dir, s.buf.TsAt(0), reply, xid);
+        EmitMessage(sink_, dir, s.header_ts, reply, xid);
       }
       s.resync = false;
       s.record_start = last;
+      if (last) {
+        if (s.header_len < kMinHeader) sink_.Count("rpc_truncated");
+        s.header_len = 0;
+      }
       s.buf.Skip(4ull + len);
     }
   }
@@ -142,6 +193,7 @@ class RpcStreamDecoder final : public StreamDecoder {
     if (!s.resync) sink_.Count("rpc_resync");
     s.resync = true;
     s.record_start = true;
+    s.header_len = 0;
     s.buf.Consume(1);
   }
 
