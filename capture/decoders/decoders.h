@@ -15,6 +15,8 @@ DecoderInfo DnsDecoderInfo();
 DecoderInfo HttpDecoderInfo();
 DecoderInfo Http2DecoderInfo();
 DecoderInfo Http2EndStreamDecoderInfo();
+DecoderInfo RedisDecoderInfo();
+DecoderInfo MemcachedDecoderInfo();
 DecoderInfo GenericDecoderInfo();
 
 // An HTTP/2 connection decoder, also used by the HTTP/1.x decoder when a

@@ -12,6 +12,7 @@ std::span<const DecoderInfo> AllDecoders() {
   static const std::vector<DecoderInfo>* const kAll =
       new std::vector<DecoderInfo>{RpcDecoderInfo(), DnsDecoderInfo(),
                                    Http2DecoderInfo(), HttpDecoderInfo(),
+                                   RedisDecoderInfo(), MemcachedDecoderInfo(),
                                    // No ports and no probe: chosen by name only.
                                    Http2EndStreamDecoderInfo(),
                                    GenericDecoderInfo()};
