@@ -140,6 +140,25 @@ class DnsStreamDecoder final : public StreamDecoder {
   Side server_;
 };
 
+// Whether the first question is a well-formed name (labels of 1-63 bytes,
+// at most 255 in all, no compression in a question's first name) followed
+// by its type and class.
+bool FirstQuestionParses(std::span<const std::byte> p) {
+  ByteCursor c(p);
+  c.Skip(kHeaderSize);
+  size_t total = 0;
+  while (true) {
+    uint8_t len = c.U8();
+    if (!c.ok()) return false;
+    if (len == 0) break;
+    if (len > 63) return false;
+    total += len + 1u;
+    if (total > 255 || !c.Skip(len)) return false;
+  }
+  c.Skip(4);
+  return c.ok();
+}
+
 int ProbeDnsDatagram(std::span<const std::byte> p) {
   bool is_response = false;
   uint16_t id = 0;
@@ -148,8 +167,9 @@ int ProbeDnsDatagram(std::span<const std::byte> p) {
   ByteCursor c(p);
   c.Skip(4);
   uint16_t qd = c.U16();
-  // A query with exactly one question, as almost every resolver sends.
-  return (!is_response && qd == 1) ? 60 : 30;
+  // Almost every query carries exactly one question (an UPDATE's zone).
+  if (qd != 1 || !FirstQuestionParses(p)) return 0;
+  return is_response ? 40 : 70;
 }
 
 int ProbeDnsStream(std::span<const std::byte> p) {

@@ -107,6 +107,47 @@ TEST(RealCapture, HttpConnectProxy) {
   ExpectPaired(sink);
 }
 
+RecordingSink DecodeDatagrams(const char* decoder, const std::string& file) {
+  RecordingSink sink;
+  auto d = FindDecoder(decoder)->make_datagram(sink);
+  for (const Segment& s : LoadSegments(file)) d->OnDatagram(s.dir, s.ts, s.bytes);
+  return sink;
+}
+
+TEST(RealCapture, DnsOverUdpNestedQuery) {
+  // tshark: queries 0x8b34 (client to resolver) and 0xf34d (resolver to
+  // upstream), then the responses in the reverse order.
+  RecordingSink sink = DecodeDatagrams("dns", "dns_recursive_udp.dgram");
+  ASSERT_EQ(sink.events.size(), 4u);
+  EXPECT_EQ(sink.events[0].token, 0x8b34u);
+  EXPECT_EQ(sink.events[1].token, 0xf34du);
+  EXPECT_EQ(sink.events[2].kind, trace::Kind::kReturn);
+  EXPECT_EQ(sink.events[2].token, 0xf34du);
+  EXPECT_EQ(sink.events[3].token, 0x8b34u);
+  EXPECT_TRUE(sink.counts.empty());
+  for (const Segment& s : LoadSegments("dns_recursive_udp.dgram")) {
+    if (s.dir == Direction::kToServer) {
+      EXPECT_GE(FindDecoder("dns")->probe_datagram(s.bytes), 50);
+      EXPECT_EQ(FindDecoder("rpc")->probe_datagram(s.bytes), 0);
+    }
+  }
+}
+
+TEST(RealCapture, PortmapAndSadmindOverUdp) {
+  // tshark -Y udp -e rpc.msgtyp: 18 calls, 10 replies.
+  RecordingSink sink = DecodeDatagrams("rpc", "rpc_portmap_sadmind_udp.dgram");
+  EXPECT_EQ(sink.Kinds(trace::Kind::kCall), 18u);
+  EXPECT_EQ(sink.Kinds(trace::Kind::kReturn), 10u);
+  EXPECT_TRUE(sink.counts.empty());
+  ExpectPaired(sink);
+  for (const Segment& s : LoadSegments("rpc_portmap_sadmind_udp.dgram")) {
+    if (s.dir == Direction::kToServer) {
+      EXPECT_GE(FindDecoder("rpc")->probe_datagram(s.bytes), 90);
+      EXPECT_EQ(FindDecoder("dns")->probe_datagram(s.bytes), 0);
+    }
+  }
+}
+
 TEST(RealCapture, ProbesRecogniseTheirProtocol) {
   auto first_client = [](const std::string& f) {
     for (const Segment& s : LoadSegments(f))
