@@ -37,7 +37,8 @@ HeaderCheck CheckHeader(std::span<const std::byte> msg, size_t declared_size,
   uint64_t min_size = kHeaderSize + 5ull * qd + 11ull * (an + ns + ar);
   // Responses truncated by a snap length still carry their header; only
   // insist on the size when the counts are wildly larger than the message.
-  if (declared_size >= 512 && min_size > declared_size) return HeaderCheck::kBad;
+  if (declared_size >= 512 && min_size > declared_size)
+    return HeaderCheck::kBad;
   if (min_size > 65535 + kHeaderSize) return HeaderCheck::kBad;
   return HeaderCheck::kOk;
 }
@@ -92,7 +93,9 @@ class DnsStreamDecoder final : public StreamDecoder {
     StreamBuffer buf;
     bool resync = false;
   };
-  Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
+  Side& side(Direction d) {
+    return d == Direction::kToServer ? client_ : server_;
+  }
 
   void Parse(Direction dir, Side& s) {
     while (true) {

@@ -25,10 +25,10 @@ constexpr size_t kMaxPending = 4096;
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0";
 
 constexpr std::string_view kKnownMethods[] = {
-    "GET",     "HEAD",    "POST",     "PUT",      "DELETE",    "CONNECT",
-    "OPTIONS", "TRACE",   "PATCH",    "PROPFIND", "PROPPATCH", "MKCOL",
-    "COPY",    "MOVE",    "LOCK",     "UNLOCK",   "REPORT",    "SEARCH",
-    "MKCALENDAR", "PURGE", "SUBSCRIBE", "NOTIFY", "M-SEARCH"};
+    "GET",        "HEAD",  "POST",      "PUT",      "DELETE",    "CONNECT",
+    "OPTIONS",    "TRACE", "PATCH",     "PROPFIND", "PROPPATCH", "MKCOL",
+    "COPY",       "MOVE",  "LOCK",      "UNLOCK",   "REPORT",    "SEARCH",
+    "MKCALENDAR", "PURGE", "SUBSCRIBE", "NOTIFY",   "M-SEARCH"};
 
 bool IsKnownMethod(std::string_view m) {
   return std::find(std::begin(kKnownMethods), std::end(kKnownMethods), m) !=
@@ -36,12 +36,15 @@ bool IsKnownMethod(std::string_view m) {
 }
 
 bool IsTchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+      (c >= '0' && c <= '9'))
     return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+char Lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+}
 
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -58,19 +61,23 @@ bool IContains(std::string_view hay, std::string_view needle) {
 }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
 }
 
 bool IsHttpVersion(std::string_view v) {
-  return v.size() == 8 && v.substr(0, 7) == "HTTP/1." && v[7] >= '0' && v[7] <= '9';
+  return v.size() == 8 && v.substr(0, 7) == "HTTP/1." && v[7] >= '0' &&
+         v[7] <= '9';
 }
 
 // "METHOD SP target SP HTTP/1.x"; with `strict`, only well-known methods
 // (used when hunting for a message start after a hole).
-bool ParseRequestLine(std::string_view line, bool strict, std::string_view* method) {
+bool ParseRequestLine(std::string_view line, bool strict,
+                      std::string_view* method) {
   line = Trim(line);
   size_t sp1 = line.find(' ');
   if (sp1 == 0 || sp1 == std::string_view::npos || sp1 > 32) return false;
@@ -134,7 +141,13 @@ class HttpDecoder final : public StreamDecoder {
 
  private:
   enum class State {
-    kStart, kHeaders, kChunkSize, kChunkCrlf, kTrailers, kUntilClose, kTunnel,
+    kStart,
+    kHeaders,
+    kChunkSize,
+    kChunkCrlf,
+    kTrailers,
+    kUntilClose,
+    kTunnel,
   };
   struct Request {
     uint32_t token = 0;
@@ -158,7 +171,9 @@ class HttpDecoder final : public StreamDecoder {
     Request req;  // server side: the request this response answers
     bool matched = false;
   };
-  Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
+  Side& side(Direction d) {
+    return d == Direction::kToServer ? client_ : server_;
+  }
 
   void StartResync(Direction dir, Side& s) {
     if (!s.resync) sink_.Count("http_resync");
@@ -234,9 +249,10 @@ class HttpDecoder final : public StreamDecoder {
           std::string_view hex = line.substr(0, line.find(';'));
           hex = Trim(hex);
           uint64_t size = 0;
-          auto [p, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), size, 16);
-          if (hex.empty() || ec != std::errc() || p != hex.data() + hex.size() ||
-              size > (uint64_t{1} << 40)) {
+          auto [p, ec] =
+              std::from_chars(hex.data(), hex.data() + hex.size(), size, 16);
+          if (hex.empty() || ec != std::errc() ||
+              p != hex.data() + hex.size() || size > (uint64_t{1} << 40)) {
             Garbage(dir, s, "http_bad_chunk_size", n);
             continue;
           }
@@ -304,7 +320,8 @@ class HttpDecoder final : public StreamDecoder {
     r.head = method == "HEAD";
     r.connect = method == "CONNECT";
     s.req = r;
-    sink_.Emit({trace::Kind::kCall, Direction::kToServer, s.buf.TsAt(0), r.token, true});
+    sink_.Emit({trace::Kind::kCall, Direction::kToServer, s.buf.TsAt(0),
+                r.token, true});
     s.buf.Consume(n);
   }
 
@@ -324,7 +341,8 @@ class HttpDecoder final : public StreamDecoder {
     trace::TimeNs ts = s.buf.TsAt(0);
     s.buf.Consume(n);
     bool interim = status < 200 && status != 101;
-    if (status == 101 && !pending_.empty() && pending_.front().h2c) interim = true;
+    if (status == 101 && !pending_.empty() && pending_.front().h2c)
+      interim = true;
     if (interim) {
       // 100 Continue, 102, 103 and the 101 of an h2c upgrade: the call is
       // not answered yet; its return is the final response.
@@ -352,7 +370,8 @@ class HttpDecoder final : public StreamDecoder {
     s.req = pending_.front();
     s.matched = true;
     pending_.pop_front();
-    sink_.Emit({trace::Kind::kReturn, Direction::kToClient, ts, s.req.token, true});
+    sink_.Emit(
+        {trace::Kind::kReturn, Direction::kToClient, ts, s.req.token, true});
   }
 
   void Header(Side& s, std::string_view line) {
@@ -365,9 +384,10 @@ class HttpDecoder final : public StreamDecoder {
     std::string_view value = Trim(line.substr(colon + 1));
     if (IEquals(name, "content-length")) {
       uint64_t v = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-      if (value.empty() || ec != std::errc() || p != value.data() + value.size() ||
-          (s.has_length && v != s.length)) {
+      auto [p, ec] =
+          std::from_chars(value.data(), value.data() + value.size(), v);
+      if (value.empty() || ec != std::errc() ||
+          p != value.data() + value.size() || (s.has_length && v != s.length)) {
         s.bad_length = true;
       }
       s.has_length = true;
@@ -375,8 +395,8 @@ class HttpDecoder final : public StreamDecoder {
     } else if (IEquals(name, "transfer-encoding")) {
       // Chunked only if it is the final coding (RFC 9112 6.1).
       size_t comma = value.rfind(',');
-      std::string_view last =
-          Trim(comma == std::string_view::npos ? value : value.substr(comma + 1));
+      std::string_view last = Trim(
+          comma == std::string_view::npos ? value : value.substr(comma + 1));
       s.chunked = IEquals(last, "chunked");
     } else if (IEquals(name, "upgrade")) {
       s.has_upgrade = true;

@@ -27,8 +27,15 @@ constexpr size_t kMaxStreams = 100000;
 constexpr uint32_t kResyncMaxFrame = 16384;
 
 enum FrameType : uint8_t {
-  kData = 0, kHeaders = 1, kPriority = 2, kRstStream = 3, kSettings = 4,
-  kPushPromise = 5, kPing = 6, kGoaway = 7, kWindowUpdate = 8,
+  kData = 0,
+  kHeaders = 1,
+  kPriority = 2,
+  kRstStream = 3,
+  kSettings = 4,
+  kPushPromise = 5,
+  kPing = 6,
+  kGoaway = 7,
+  kWindowUpdate = 8,
   kContinuation = 9,
 };
 constexpr uint8_t kEndStream = 0x1;
@@ -104,7 +111,9 @@ class Http2Decoder final : public StreamDecoder {
     bool called = false;
     bool returned = false;
   };
-  Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
+  Side& side(Direction d) {
+    return d == Direction::kToServer ? client_ : server_;
+  }
 
   uint32_t Token(uint32_t stream) const {
     if (upgraded_token_ < 0) return stream;
@@ -141,8 +150,10 @@ class Http2Decoder final : public StreamDecoder {
         }
         size_t next = kFrameHeader + h.length;
         if (d.size() < next) {
-          if (d.size() > 4 * kResyncMaxFrame) s.buf.Consume(1);
-          else return;
+          if (d.size() > 4 * kResyncMaxFrame)
+            s.buf.Consume(1);
+          else
+            return;
           continue;
         }
         if (d.size() >= next + kFrameHeader &&

@@ -38,10 +38,13 @@ bool IsStorage(std::string_view c) {
 
 bool IsKnownCommand(std::string_view c) {
   static constexpr std::string_view kOthers[] = {
-      "get", "gets", "gat", "gats", "delete", "incr", "decr", "touch",
-      "stats", "version", "flush_all", "verbosity", "quit", "mg", "ms",
-      "md", "ma", "mn", "me", "lru_crawler", "slabs", "watch", "shutdown",
-      "cache_memlimit", "misbehave"};
+      "get",      "gets",    "gat",       "gats",
+      "delete",   "incr",    "decr",      "touch",
+      "stats",    "version", "flush_all", "verbosity",
+      "quit",     "mg",      "ms",        "md",
+      "ma",       "mn",      "me",        "lru_crawler",
+      "slabs",    "watch",   "shutdown",  "cache_memlimit",
+      "misbehave"};
   if (IsStorage(c)) return true;
   for (auto k : kOthers)
     if (c == k) return true;
@@ -78,7 +81,9 @@ class MemcachedDecoder final : public StreamDecoder {
     bool resync = false;
     bool in_multi = false;  // inside VALUE/STAT lines, waiting for END
   };
-  Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
+  Side& side(Direction d) {
+    return d == Direction::kToServer ? client_ : server_;
+  }
 
   bool TooLong(Side& s, const char* reason) {
     if (s.buf.size() <= kMaxLine) return false;
@@ -114,7 +119,8 @@ class MemcachedDecoder final : public StreamDecoder {
       } else if (w[0] == "ms" && w.size() >= 3) {
         if (!ParseInt(w[2], &bytes)) bytes = -1;
       }
-      if ((IsStorage(w[0]) || w[0] == "ms") && (bytes < 0 || bytes > kMaxData)) {
+      if ((IsStorage(w[0]) || w[0] == "ms") &&
+          (bytes < 0 || bytes > kMaxData)) {
         sink_.Count("memcached_bad_length");
         s.resync = true;
         continue;
@@ -151,7 +157,8 @@ class MemcachedDecoder final : public StreamDecoder {
         // "VALUE <key> <flags> <bytes> [<cas>]" / "VA <size> <flags>*".
         int64_t bytes = -1;
         size_t at = w[0] == "VALUE" ? 3 : 1;
-        if (w.size() <= at || !ParseInt(w[at], &bytes) || bytes < 0 || bytes > kMaxData) {
+        if (w.size() <= at || !ParseInt(w[at], &bytes) || bytes < 0 ||
+            bytes > kMaxData) {
           if (!s.resync) sink_.Count("memcached_bad_length");
           s.resync = true;
           s.in_multi = false;
@@ -166,10 +173,12 @@ class MemcachedDecoder final : public StreamDecoder {
       if (s.resync) {
         // Hunting: a response line the protocol defines.
         static constexpr std::string_view kStarts[] = {
-            "VALUE", "END", "STORED", "NOT_STORED", "EXISTS", "NOT_FOUND",
-            "DELETED", "TOUCHED", "OK", "ERROR", "CLIENT_ERROR",
-            "SERVER_ERROR", "VERSION", "STAT", "VA", "HD", "EN", "NF", "NS",
-            "EX", "MN", "ME"};
+            "VALUE",   "END",       "STORED",       "NOT_STORED",
+            "EXISTS",  "NOT_FOUND", "DELETED",      "TOUCHED",
+            "OK",      "ERROR",     "CLIENT_ERROR", "SERVER_ERROR",
+            "VERSION", "STAT",      "VA",           "HD",
+            "EN",      "NF",        "NS",           "EX",
+            "MN",      "ME"};
         bool known = false;
         for (auto k : kStarts) known |= w[0] == k;
         if (!known) continue;

@@ -48,7 +48,9 @@ class RedisDecoder final : public StreamDecoder {
     std::vector<int64_t> stack;  // elements still expected per open aggregate
     bool resync = false;
   };
-  Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
+  Side& side(Direction d) {
+    return d == Direction::kToServer ? client_ : server_;
+  }
 
   void StartResync(Direction dir, Side& s) {
     if (!s.resync) sink_.Count("redis_resync");
@@ -131,11 +133,19 @@ class RedisDecoder final : public StreamDecoder {
     char t = line[0];
     int64_t v = 0;
     switch (t) {
-      case '$': case '!': case '=':
-        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxBulk) return false;
+      case '$':
+      case '!':
+      case '=':
+        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxBulk)
+          return false;
         break;
-      case '*': case '~': case '>': case '%': case '|':
-        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxElements) return false;
+      case '*':
+      case '~':
+      case '>':
+      case '%':
+      case '|':
+        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxElements)
+          return false;
         break;
       case ':':
         if (!ParseInt(line.substr(1), &v)) return false;
@@ -144,7 +154,8 @@ class RedisDecoder final : public StreamDecoder {
         break;
     }
     if (dry_run) return true;
-    bool aggregate = std::string_view("*~>%|").find(t) != std::string_view::npos;
+    bool aggregate =
+        std::string_view("*~>%|").find(t) != std::string_view::npos;
     if (aggregate && v > 0) {
       if (s.stack.size() >= kMaxDepth) return false;
       int64_t count = (t == '%') ? 2 * v : (t == '|') ? 2 * v + 1 : v;

@@ -10,12 +10,11 @@ namespace bbprof::capture {
 
 std::span<const DecoderInfo> AllDecoders() {
   static const std::vector<DecoderInfo>* const kAll =
-      new std::vector<DecoderInfo>{RpcDecoderInfo(), DnsDecoderInfo(),
-                                   Http2DecoderInfo(), HttpDecoderInfo(),
-                                   RedisDecoderInfo(), MemcachedDecoderInfo(),
-                                   // No ports and no probe: chosen by name only.
-                                   Http2EndStreamDecoderInfo(),
-                                   GenericDecoderInfo()};
+      new std::vector<DecoderInfo>{
+          RpcDecoderInfo(), DnsDecoderInfo(), Http2DecoderInfo(),
+          HttpDecoderInfo(), RedisDecoderInfo(), MemcachedDecoderInfo(),
+          // No ports and no probe: chosen by name only.
+          Http2EndStreamDecoderInfo(), GenericDecoderInfo()};
   return *kAll;
 }
 

@@ -52,19 +52,20 @@ bool PlausibleWhenHunting(std::span<const std::byte> m, bool reply) {
     uint32_t b = c.U32();
     if (!c.ok()) return false;
     if (third == 1) return a <= 1 && (a != 0 || b <= 2);  // rejected
-    return known_flavor(a) && b <= 400 && b % 4 == 0;       // accepted: verifier
+    return known_flavor(a) && b <= 400 && b % 4 == 0;     // accepted: verifier
   }
   uint32_t prog = c.U32();
   c.Skip(8);  // vers, proc
   uint32_t flavor = c.U32();
   uint32_t len = c.U32();
-  return c.ok() && prog != 0 && known_flavor(flavor) && len <= 400 && len % 4 == 0;
+  return c.ok() && prog != 0 && known_flavor(flavor) && len <= 400 &&
+         len % 4 == 0;
 }
 
 void EmitMessage(EventSink& sink, Direction dir, trace::TimeNs ts, bool reply,
                  uint32_t xid) {
-  sink.Emit({reply ? trace::Kind::kReturn : trace::Kind::kCall, dir, ts, xid,
-             true});
+  sink.Emit(
+      {reply ? trace::Kind::kReturn : trace::Kind::kCall, dir, ts, xid, true});
 }
 
 const char* CheckName(MsgCheck c) {
@@ -129,7 +130,9 @@ class RpcStreamDecoder final : public StreamDecoder {
     size_t header_len = 0;
     trace::TimeNs header_ts = 0;
   };
-  Side& side(Direction d) { return d == Direction::kToServer ? client_ : server_; }
+  Side& side(Direction d) {
+    return d == Direction::kToServer ? client_ : server_;
+  }
 
   void Parse(Direction dir, Side& s) {
     while (s.buf.size() >= 4) {
@@ -156,14 +159,16 @@ class RpcStreamDecoder final : public StreamDecoder {
         if (d.size() < 4 + deep) return;
         uint32_t xid = 0;
         bool reply = false;
-        if (CheckMessage(d.subspan(4, kMinHeader), &xid, &reply) != MsgCheck::kOk ||
+        if (CheckMessage(d.subspan(4, kMinHeader), &xid, &reply) !=
+                MsgCheck::kOk ||
             !PlausibleWhenHunting(d.subspan(4, deep), reply)) {
           s.buf.Consume(1);
           continue;
         }
       }
       if (first) s.header_ts = s.buf.TsAt(0);
-      std::copy_n(d.begin() + 4, want, s.header.begin() + static_cast<std::ptrdiff_t>(s.header_len));
+      std::copy_n(d.begin() + 4, want,
+                  s.header.begin() + static_cast<std::ptrdiff_t>(s.header_len));
       s.header_len += want;
       if (want > 0 && s.header_len == kMinHeader) {
         uint32_t xid = 0;
@@ -219,7 +224,9 @@ int ProbeRpcMessage(std::span<const std::byte> m) {
   return prog != 0 && known_flavor ? 90 : 50;
 }
 
-int ProbeRpcDatagram(std::span<const std::byte> p) { return ProbeRpcMessage(p); }
+int ProbeRpcDatagram(std::span<const std::byte> p) {
+  return ProbeRpcMessage(p);
+}
 
 int ProbeRpcStream(std::span<const std::byte> p) {
   ByteCursor c(p);
@@ -227,7 +234,8 @@ int ProbeRpcStream(std::span<const std::byte> p) {
   if (!c.ok()) return 0;
   uint32_t len = mark & 0x7fffffffu;
   if (len < kMinHeader || len > kMaxFragment) return 0;
-  return ProbeRpcMessage(c.rest().subspan(0, std::min<size_t>(len, c.remaining())));
+  return ProbeRpcMessage(
+      c.rest().subspan(0, std::min<size_t>(len, c.remaining())));
 }
 
 }  // namespace

@@ -15,9 +15,16 @@ std::vector<std::byte> DnsMessage(uint16_t id, bool response) {
   Put16(m, response ? 1 : 0);
   Put16(m, 0);
   Put16(m, 0);
-  Append(m, Bytes(std::string_view("\x07" "example\x03" "com\x00\x00\x01\x00\x01", 17)));
+  Append(m, Bytes(std::string_view("\x07"
+                                   "example\x03"
+                                   "com\x00\x00\x01\x00\x01",
+                                   17)));
   if (response) {
-    Append(m, Bytes(std::string_view("\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\x01\x02\x03\x04", 16)));
+    Append(
+        m,
+        Bytes(std::string_view(
+            "\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\x01\x02\x03\x04",
+            16)));
   }
   return m;
 }
@@ -70,7 +77,8 @@ TEST(DnsStream, ResponsesAndResyncAfterGap) {
 TEST(DnsStream, GarbageIsCountedNotDecoded) {
   RecordingSink sink;
   auto d = FindDecoder("dns")->make_stream(sink);
-  d->OnData(Direction::kToServer, 1, Bytes(std::string_view("\x00\x05hello", 7)));
+  d->OnData(Direction::kToServer, 1,
+            Bytes(std::string_view("\x00\x05hello", 7)));
   EXPECT_TRUE(sink.events.empty());
   EXPECT_EQ(sink.count("dns_bad_length"), 1u);
 }
@@ -79,7 +87,8 @@ TEST(DnsProbe, AcceptsQueriesRejectsOthers) {
   const DecoderInfo* dns = FindDecoder("dns");
   EXPECT_GE(dns->probe_datagram(Span(DnsMessage(7, false))), 50);
   EXPECT_GE(dns->probe_stream(Span(Tcp(DnsMessage(7, false)))), 50);
-  EXPECT_EQ(dns->probe_datagram(Bytes("GET / HTTP/1.1\r\nHost: example\r\n\r\n")), 0);
+  EXPECT_EQ(
+      dns->probe_datagram(Bytes("GET / HTTP/1.1\r\nHost: example\r\n\r\n")), 0);
   EXPECT_EQ(dns->probe_stream(Bytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")), 0);
 }
 

@@ -15,8 +15,10 @@ namespace {
 // than pure noise.
 using std::string_view_literals::operator""sv;
 const std::string_view kSeeds[] = {
-    "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
-    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 100 Continue\r\n\r\n",
+    "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: "
+    "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 100 "
+    "Continue\r\n\r\n",
     "CONNECT a:1 HTTP/1.1\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x04\x01\x05\x00\x00\x00\x01"
     "abcd"sv,
@@ -46,7 +48,8 @@ TEST(Fuzz, RandomAndMutatedInputNeverCrashes) {
         Direction dir = rng() % 2 ? Direction::kToServer : Direction::kToClient;
         if (sd) {
           size_t split = data.empty() ? 0 : rng() % data.size();
-          sd->OnData(dir, step, AsBytes(std::string_view(data).substr(0, split)));
+          sd->OnData(dir, step,
+                     AsBytes(std::string_view(data).substr(0, split)));
           if (rng() % 8 == 0) sd->OnGap(dir, rng() % 5000);
           sd->OnData(dir, step, AsBytes(std::string_view(data).substr(split)));
           if (info.probe_stream) {

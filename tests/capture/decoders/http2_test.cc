@@ -63,7 +63,8 @@ TEST(Http2, CallsAtClientHeadersReturnsAtFirstResponseHeadersSplitEverywhere) {
     d->OnData(kS, 2, Span(s).subspan(ss));
     auto at = [](size_t start, size_t sp) { return start < sp ? "1" : "2"; };
     std::string want = std::string("C1@") + at(kPreface.size() + 21, cs) +
-                       " C3@" + at(c3, cs) + " R3@" + at(s3, ss) + " R1@" + at(s1, ss);
+                       " C3@" + at(c3, cs) + " R3@" + at(s3, ss) + " R1@" +
+                       at(s1, ss);
     ASSERT_EQ(sink.Summary(), want) << split;
     ASSERT_TRUE(sink.counts.empty()) << split;
   }

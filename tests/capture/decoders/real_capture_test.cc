@@ -19,7 +19,8 @@ struct Segment {
 };
 
 std::vector<Segment> LoadSegments(const std::string& name) {
-  std::string path = std::string(BBPROF_SOURCE_DIR) + "/tests/capture/decoders/data/" + name;
+  std::string path =
+      std::string(BBPROF_SOURCE_DIR) + "/tests/capture/decoders/data/" + name;
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::vector<Segment> out;
@@ -28,7 +29,8 @@ std::vector<Segment> LoadSegments(const std::string& name) {
   while (in >> dir >> ts >> hex) {
     Segment s{dir == "C" ? Direction::kToServer : Direction::kToClient, ts, {}};
     for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-      s.bytes.push_back(static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+      s.bytes.push_back(
+          static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
     }
     out.push_back(std::move(s));
   }
@@ -92,7 +94,8 @@ TEST(RealCapture, GrpcUnaryWithoutPreface) {
 }
 
 TEST(RealCapture, GrpcFramesSplitAcrossSegments) {
-  // tshark -d tcp.port==20035,http2: HEADERS then DATA on stream 1, client only.
+  // tshark -d tcp.port==20035,http2: HEADERS then DATA on stream 1, client
+  // only.
   RecordingSink sink = Decode("http2", "grpc_segmented.seg");
   EXPECT_EQ(sink.Kinds(trace::Kind::kCall), 1u);
   EXPECT_EQ(sink.Kinds(trace::Kind::kReturn), 0u);
@@ -110,7 +113,8 @@ TEST(RealCapture, HttpConnectProxy) {
 RecordingSink DecodeDatagrams(const char* decoder, const std::string& file) {
   RecordingSink sink;
   auto d = FindDecoder(decoder)->make_datagram(sink);
-  for (const Segment& s : LoadSegments(file)) d->OnDatagram(s.dir, s.ts, s.bytes);
+  for (const Segment& s : LoadSegments(file))
+    d->OnDatagram(s.dir, s.ts, s.bytes);
   return sink;
 }
 
@@ -154,15 +158,24 @@ TEST(RealCapture, ProbesRecogniseTheirProtocol) {
       if (s.dir == Direction::kToServer) return s.bytes;
     return std::vector<std::byte>{};
   };
-  EXPECT_GE(FindDecoder("rpc")->probe_stream(first_client("nfs_base_720.seg")), 90);
-  EXPECT_GE(FindDecoder("dns")->probe_stream(first_client("dns_tcp_multi.seg")), 50);
-  EXPECT_GE(FindDecoder("http")->probe_stream(first_client("http_connect_proxy.seg")), 90);
-  EXPECT_GT(FindDecoder("http2")->probe_stream(first_client("grpc_unary.seg")), 0);
+  EXPECT_GE(FindDecoder("rpc")->probe_stream(first_client("nfs_base_720.seg")),
+            90);
+  EXPECT_GE(FindDecoder("dns")->probe_stream(first_client("dns_tcp_multi.seg")),
+            50);
+  EXPECT_GE(
+      FindDecoder("http")->probe_stream(first_client("http_connect_proxy.seg")),
+      90);
+  EXPECT_GT(FindDecoder("http2")->probe_stream(first_client("grpc_unary.seg")),
+            0);
   for (const char* other : {"rpc", "dns", "http"}) {
-    EXPECT_EQ(FindDecoder(other)->probe_stream(first_client("grpc_unary.seg")), 0) << other;
+    EXPECT_EQ(FindDecoder(other)->probe_stream(first_client("grpc_unary.seg")),
+              0)
+        << other;
   }
-  EXPECT_EQ(FindDecoder("http2")->probe_stream(first_client("nfs_base_720.seg")), 0);
-  EXPECT_EQ(FindDecoder("http")->probe_stream(first_client("dns_tcp_multi.seg")), 0);
+  EXPECT_EQ(
+      FindDecoder("http2")->probe_stream(first_client("nfs_base_720.seg")), 0);
+  EXPECT_EQ(
+      FindDecoder("http")->probe_stream(first_client("dns_tcp_multi.seg")), 0);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace {
 constexpr Direction kC = Direction::kToServer;
 constexpr Direction kS = Direction::kToClient;
 
-void FeedSplit(StreamDecoder& d, Direction dir, std::string_view text, size_t split) {
+void FeedSplit(StreamDecoder& d, Direction dir, std::string_view text,
+               size_t split) {
   d.OnData(dir, 1, AsBytes(text.substr(0, split)));
   d.OnData(dir, 2, AsBytes(text.substr(split)));
 }
@@ -33,8 +34,9 @@ TEST(Redis, PipelinedRequestsPairInOrderSplitEverywhere) {
     size_t cs = std::min(split, req.size()), ss = std::min(split, resp.size());
     FeedSplit(*d, kC, req, cs);
     FeedSplit(*d, kS, resp, ss);
-    std::string want = "C0@" + At(0, cs) + " C1@" + At(r1, cs) + " C2@" + At(r2, cs) +
-                       " R0@" + At(0, ss) + " R1@" + At(p1, ss) + " R2@" + At(p2, ss);
+    std::string want = "C0@" + At(0, cs) + " C1@" + At(r1, cs) + " C2@" +
+                       At(r2, cs) + " R0@" + At(0, ss) + " R1@" + At(p1, ss) +
+                       " R2@" + At(p2, ss);
     ASSERT_EQ(sink.Summary(), want) << split;
     ASSERT_TRUE(sink.counts.empty()) << split;
   }
@@ -73,9 +75,11 @@ TEST(Memcached, StorageRetrievalAndNoreplySplitEverywhere) {
       "incr n 1\r\n";
   const std::string resp =
       "STORED\r\n"
-      "VALUE k 0 5\r\nab\r\nc\r\nVALUE j 0 3\r\nEND\r\nEND\r\n"  // data looks like END
+      "VALUE k 0 5\r\nab\r\nc\r\nVALUE j 0 3\r\nEND\r\nEND\r\n"  // data looks
+                                                                 // like END
       "7\r\n";
-  const size_t r1 = req.find("get"), r2 = req.find("delete"), r3 = req.find("incr");
+  const size_t r1 = req.find("get"), r2 = req.find("delete"),
+               r3 = req.find("incr");
   const size_t p1 = resp.find("VALUE"), p2 = resp.rfind("7\r\n");
   for (size_t split = 0; split <= std::max(req.size(), resp.size()); ++split) {
     RecordingSink sink;
@@ -83,9 +87,9 @@ TEST(Memcached, StorageRetrievalAndNoreplySplitEverywhere) {
     size_t cs = std::min(split, req.size()), ss = std::min(split, resp.size());
     FeedSplit(*d, kC, req, cs);
     FeedSplit(*d, kS, resp, ss);
-    std::string want = "C0@" + At(0, cs) + " C1@" + At(r1, cs) + " M@" + At(r2, cs) +
-                       " C2@" + At(r3, cs) + " R0@" + At(0, ss) + " R1@" + At(p1, ss) +
-                       " R2@" + At(p2, ss);
+    std::string want = "C0@" + At(0, cs) + " C1@" + At(r1, cs) + " M@" +
+                       At(r2, cs) + " C2@" + At(r3, cs) + " R0@" + At(0, ss) +
+                       " R1@" + At(p1, ss) + " R2@" + At(p2, ss);
     ASSERT_EQ(sink.Summary(), want) << split;
     ASSERT_TRUE(sink.counts.empty()) << split;
   }

@@ -17,7 +17,8 @@ TEST(Registry, EveryDecoderIsFoundByNameAndGenericIsLast) {
     EXPECT_TRUE(names.insert(d.name).second) << d.name;
     EXPECT_TRUE(d.make_stream || d.make_datagram) << d.name;
   }
-  for (const char* n : {"rpc", "dns", "http", "http2", "http2-end", "redis", "memcached", "generic"}) {
+  for (const char* n : {"rpc", "dns", "http", "http2", "http2-end", "redis",
+                        "memcached", "generic"}) {
     EXPECT_NE(FindDecoder(n), nullptr) << n;
   }
   EXPECT_STREQ(all.back().name, "generic");

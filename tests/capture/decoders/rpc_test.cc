@@ -32,7 +32,8 @@ std::vector<std::byte> RpcMessage(uint32_t xid, bool reply, size_t extra = 16) {
 }
 
 // Record marking: the message cut into fragments of `frag` bytes.
-std::vector<std::byte> Record(const std::vector<std::byte>& msg, size_t frag = 0) {
+std::vector<std::byte> Record(const std::vector<std::byte>& msg,
+                              size_t frag = 0) {
   if (frag == 0) frag = msg.size();
   std::vector<std::byte> r;
   for (size_t off = 0; off < msg.size(); off += frag) {
@@ -77,7 +78,8 @@ TEST(RpcStream, SplitAtEveryByteOfSeveralRecordsAndFragments) {
                             Record(RpcMessage(2, false, 40), 20).size()};
     for (int i = 0; i < 3; ++i) {
       if (i) want += ' ';
-      want += "C" + std::to_string(i + 1) + "@" + (starts[i] < split ? "100" : "200");
+      want += "C" + std::to_string(i + 1) + "@" +
+              (starts[i] < split ? "100" : "200");
     }
     ASSERT_EQ(sink.Summary(), want) << "split " << split;
     ASSERT_TRUE(sink.counts.empty()) << "split " << split;
@@ -86,11 +88,13 @@ TEST(RpcStream, SplitAtEveryByteOfSeveralRecordsAndFragments) {
 
 TEST(RpcStream, ByteAtATime) {
   std::vector<std::byte> stream;
-  for (uint32_t x = 1; x <= 5; ++x) Append(stream, Record(RpcMessage(x, true, x * 3), 7));
+  for (uint32_t x = 1; x <= 5; ++x)
+    Append(stream, Record(RpcMessage(x, true, x * 3), 7));
   RecordingSink sink;
   auto d = MakeRpc(sink);
   for (size_t i = 0; i < stream.size(); ++i) {
-    d->OnData(Direction::kToClient, static_cast<trace::TimeNs>(i), Span(stream).subspan(i, 1));
+    d->OnData(Direction::kToClient, static_cast<trace::TimeNs>(i),
+              Span(stream).subspan(i, 1));
   }
   EXPECT_EQ(sink.Kinds(trace::Kind::kReturn), 5u);
   EXPECT_TRUE(sink.counts.empty());
@@ -161,7 +165,9 @@ TEST(RpcProbe, AcceptsCallsRejectsOthers) {
   EXPECT_GE(rpc->probe_datagram(Span(RpcMessage(1, false))), 90);
   EXPECT_EQ(rpc->probe_stream(Bytes("GET / HTTP/1.1\r\nHost: x\r\n\r\n")), 0);
   EXPECT_EQ(rpc->probe_stream(Bytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")), 0);
-  EXPECT_EQ(rpc->probe_datagram(Bytes(std::string_view("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12))), 0);
+  EXPECT_EQ(rpc->probe_datagram(Bytes(std::string_view(
+                "\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12))),
+            0);
 }
 
 }  // namespace

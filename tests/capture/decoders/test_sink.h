@@ -36,7 +36,9 @@ class RecordingSink : public EventSink {
     std::string s;
     for (const auto& e : events) {
       if (!s.empty()) s += ' ';
-      s += e.kind == trace::Kind::kCall ? "C" : e.kind == trace::Kind::kReturn ? "R" : "M";
+      s += e.kind == trace::Kind::kCall     ? "C"
+           : e.kind == trace::Kind::kReturn ? "R"
+                                            : "M";
       if (e.has_token) s += std::to_string(e.token);
       s += '@' + std::to_string(e.ts);
     }
@@ -52,7 +54,8 @@ inline std::vector<std::byte> Bytes(std::string_view s) {
 }
 
 inline void Put32(std::vector<std::byte>& v, uint32_t x) {
-  for (int i = 3; i >= 0; --i) v.push_back(static_cast<std::byte>(x >> (8 * i)));
+  for (int i = 3; i >= 0; --i)
+    v.push_back(static_cast<std::byte>(x >> (8 * i)));
 }
 inline void Put16(std::vector<std::byte>& v, uint16_t x) {
   v.push_back(static_cast<std::byte>(x >> 8));
@@ -62,7 +65,9 @@ inline void Append(std::vector<std::byte>& v, std::span<const std::byte> b) {
   v.insert(v.end(), b.begin(), b.end());
 }
 
-inline std::span<const std::byte> Span(const std::vector<std::byte>& v) { return v; }
+inline std::span<const std::byte> Span(const std::vector<std::byte>& v) {
+  return v;
+}
 
 }  // namespace bbprof::capture
 
