@@ -27,19 +27,32 @@ HeaderCheck CheckHeader(std::span<const std::byte> msg, size_t declared_size,
   uint16_t an = c.U16();
   uint16_t ns = c.U16();
   uint16_t ar = c.U16();
-  if (!c.ok()) return HeaderCheck::kTruncated;
+  if (!c.ok()) {
+    return HeaderCheck::kTruncated;
+  }
   *is_response = (flags & 0x8000) != 0;
   unsigned opcode = (flags >> 11) & 0xF;
-  if (opcode == 3 || opcode > 6) return HeaderCheck::kBad;
-  if ((flags & 0x0040) != 0) return HeaderCheck::kBad;  // Z must be zero
-  if (qd > 32) return HeaderCheck::kBad;
-  if (!*is_response && (an > 0 && opcode == 0)) return HeaderCheck::kBad;
+  if (opcode == 3 || opcode > 6) {
+    return HeaderCheck::kBad;
+  }
+  if ((flags & 0x0040) != 0) {
+    return HeaderCheck::kBad;  // Z must be zero
+  }
+  if (qd > 32) {
+    return HeaderCheck::kBad;
+  }
+  if (!*is_response && (an > 0 && opcode == 0)) {
+    return HeaderCheck::kBad;
+  }
   uint64_t min_size = kHeaderSize + 5ull * qd + 11ull * (an + ns + ar);
   // Responses truncated by a snap length still carry their header; only
   // insist on the size when the counts are wildly larger than the message.
-  if (declared_size >= 512 && min_size > declared_size)
+  if (declared_size >= 512 && min_size > declared_size) {
     return HeaderCheck::kBad;
-  if (min_size > 65535 + kHeaderSize) return HeaderCheck::kBad;
+  }
+  if (min_size > 65535 + kHeaderSize) {
+    return HeaderCheck::kBad;
+  }
   return HeaderCheck::kOk;
 }
 
@@ -85,7 +98,9 @@ class DnsStreamDecoder final : public StreamDecoder {
 
   void OnGap(Direction dir, uint64_t length) override {
     Side& s = side(dir);
-    if (!s.buf.AbsorbGap(length)) s.resync = true;
+    if (!s.buf.AbsorbGap(length)) {
+      s.resync = true;
+    }
   }
 
  private:
@@ -133,7 +148,9 @@ class DnsStreamDecoder final : public StreamDecoder {
   // Out of sync (after a hole, or on garbage): drop one byte at a time until
   // a plausible length prefix and header line up; count once per episode.
   void BadAt(Side& s, const char* reason) {
-    if (!s.resync) sink_.Count(reason);
+    if (!s.resync) {
+      sink_.Count(reason);
+    }
     s.resync = true;
     s.buf.Consume(1);
   }
@@ -152,11 +169,19 @@ bool FirstQuestionParses(std::span<const std::byte> p) {
   size_t total = 0;
   while (true) {
     uint8_t len = c.U8();
-    if (!c.ok()) return false;
-    if (len == 0) break;
-    if (len > 63) return false;
+    if (!c.ok()) {
+      return false;
+    }
+    if (len == 0) {
+      break;
+    }
+    if (len > 63) {
+      return false;
+    }
     total += len + 1u;
-    if (total > 255 || !c.Skip(len)) return false;
+    if (total > 255 || !c.Skip(len)) {
+      return false;
+    }
   }
   c.Skip(4);
   return c.ok();
@@ -165,21 +190,31 @@ bool FirstQuestionParses(std::span<const std::byte> p) {
 int ProbeDnsDatagram(std::span<const std::byte> p) {
   bool is_response = false;
   uint16_t id = 0;
-  if (p.size() < kHeaderSize + 5) return 0;
-  if (CheckHeader(p, p.size(), &is_response, &id) != HeaderCheck::kOk) return 0;
+  if (p.size() < kHeaderSize + 5) {
+    return 0;
+  }
+  if (CheckHeader(p, p.size(), &is_response, &id) != HeaderCheck::kOk) {
+    return 0;
+  }
   ByteCursor c(p);
   c.Skip(4);
   uint16_t qd = c.U16();
   // Almost every query carries exactly one question (an UPDATE's zone).
-  if (qd != 1 || !FirstQuestionParses(p)) return 0;
+  if (qd != 1 || !FirstQuestionParses(p)) {
+    return 0;
+  }
   return is_response ? 40 : 70;
 }
 
 int ProbeDnsStream(std::span<const std::byte> p) {
-  if (p.size() < 2 + kHeaderSize + 5) return 0;
+  if (p.size() < 2 + kHeaderSize + 5) {
+    return 0;
+  }
   ByteCursor c(p);
   uint16_t len = c.U16();
-  if (len < kHeaderSize + 5) return 0;
+  if (len < kHeaderSize + 5) {
+    return 0;
+  }
   return ProbeDnsDatagram(p.subspan(2, std::min<size_t>(len, p.size() - 2)));
 }
 

@@ -17,16 +17,22 @@ class GenericDecoder final : public StreamDecoder {
 
   void OnData(Direction dir, trace::TimeNs ts,
               std::span<const std::byte> data) override {
-    if (data.empty()) return;
+    if (data.empty()) {
+      return;
+    }
     if (dir == Direction::kToServer) {
-      if (turn_ == Turn::kClient) return;  // more of the same request
+      if (turn_ == Turn::kClient) {
+        return;  // more of the same request
+      }
       turn_ = Turn::kClient;
       ++exchange_;
       call_open_ = true;
       sink_.Emit({trace::Kind::kCall, dir, ts, exchange_, true});
       return;
     }
-    if (turn_ == Turn::kServer) return;  // more of the same response
+    if (turn_ == Turn::kServer) {
+      return;  // more of the same response
+    }
     if (turn_ == Turn::kNone) {
       sink_.Emit({trace::Kind::kMessage, dir, ts, 0, false});
     } else if (call_open_) {
@@ -40,7 +46,9 @@ class GenericDecoder final : public StreamDecoder {
   // bytes we never saw: that message's first packet (and time) is lost.
   void OnGap(Direction dir, uint64_t /*length*/) override {
     Turn t = dir == Direction::kToServer ? Turn::kClient : Turn::kServer;
-    if (turn_ == t) return;
+    if (turn_ == t) {
+      return;
+    }
     if (dir == Direction::kToServer) {
       ++exchange_;
       sink_.Count("generic_call_lost");

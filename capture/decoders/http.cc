@@ -19,8 +19,8 @@
 namespace bbprof::capture {
 namespace {
 
-constexpr size_t kMaxLine = 16 * 1024;
-constexpr size_t kMaxHeaderSection = 64 * 1024;
+constexpr size_t kMaxLine = size_t{16} * 1024;
+constexpr size_t kMaxHeaderSection = size_t{64} * 1024;
 constexpr size_t kMaxPending = 4096;
 constexpr std::string_view kH2Preface = "PRI * HTTP/2.0";
 
@@ -37,8 +37,9 @@ bool IsKnownMethod(std::string_view m) {
 
 bool IsTchar(char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-      (c >= '0' && c <= '9'))
+      (c >= '0' && c <= '9')) {
     return true;
+  }
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
@@ -47,25 +48,37 @@ char Lower(char c) {
 }
 
 bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (Lower(a[i]) != Lower(b[i])) return false;
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (Lower(a[i]) != Lower(b[i])) {
+      return false;
+    }
+  }
   return true;
 }
 
 bool IContains(std::string_view hay, std::string_view needle) {
-  if (needle.size() > hay.size()) return false;
-  for (size_t i = 0; i + needle.size() <= hay.size(); ++i)
-    if (IEquals(hay.substr(i, needle.size()), needle)) return true;
+  if (needle.size() > hay.size()) {
+    return false;
+  }
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    if (IEquals(hay.substr(i, needle.size()), needle)) {
+      return true;
+    }
+  }
   return false;
 }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
     s.remove_prefix(1);
+  }
   while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
     s.remove_suffix(1);
+  }
   return s;
 }
 
@@ -80,14 +93,25 @@ bool ParseRequestLine(std::string_view line, bool strict,
                       std::string_view* method) {
   line = Trim(line);
   size_t sp1 = line.find(' ');
-  if (sp1 == 0 || sp1 == std::string_view::npos || sp1 > 32) return false;
+  if (sp1 == 0 || sp1 == std::string_view::npos || sp1 > 32) {
+    return false;
+  }
   std::string_view m = line.substr(0, sp1);
-  for (char c : m)
-    if (!IsTchar(c)) return false;
-  if (strict && !IsKnownMethod(m)) return false;
+  for (char c : m) {
+    if (!IsTchar(c)) {
+      return false;
+    }
+  }
+  if (strict && !IsKnownMethod(m)) {
+    return false;
+  }
   size_t sp2 = line.rfind(' ');
-  if (sp2 <= sp1 + 1) return false;
-  if (!IsHttpVersion(line.substr(sp2 + 1))) return false;
+  if (sp2 <= sp1 + 1) {
+    return false;
+  }
+  if (!IsHttpVersion(line.substr(sp2 + 1))) {
+    return false;
+  }
   *method = m;
   return true;
 }
@@ -95,15 +119,22 @@ bool ParseRequestLine(std::string_view line, bool strict,
 // "HTTP/1.x SP ddd [SP reason]".
 bool ParseStatusLine(std::string_view line, int* status) {
   line = Trim(line);
-  if (line.size() < 12 || !IsHttpVersion(line.substr(0, 8)) || line[8] != ' ')
+  if (line.size() < 12 || !IsHttpVersion(line.substr(0, 8)) || line[8] != ' ') {
     return false;
+  }
   int s = 0;
   for (size_t i = 9; i < 12; ++i) {
-    if (line[i] < '0' || line[i] > '9') return false;
+    if (line[i] < '0' || line[i] > '9') {
+      return false;
+    }
     s = s * 10 + (line[i] - '0');
   }
-  if (line.size() > 12 && line[12] != ' ') return false;
-  if (s < 100) return false;
+  if (line.size() > 12 && line[12] != ' ') {
+    return false;
+  }
+  if (s < 100) {
+    return false;
+  }
   *status = s;
   return true;
 }
@@ -119,7 +150,9 @@ class HttpDecoder final : public StreamDecoder {
       return;
     }
     Side& s = side(dir);
-    if (s.state == State::kTunnel) return;
+    if (s.state == State::kTunnel) {
+      return;
+    }
     s.buf.Append(ts, data);
     Parse(dir, s);
   }
@@ -130,13 +163,19 @@ class HttpDecoder final : public StreamDecoder {
       return;
     }
     Side& s = side(dir);
-    if (s.state == State::kTunnel || s.state == State::kUntilClose) return;
-    if (s.buf.AbsorbGap(length)) return;
+    if (s.state == State::kTunnel || s.state == State::kUntilClose) {
+      return;
+    }
+    if (s.buf.AbsorbGap(length)) {
+      return;
+    }
     StartResync(dir, s);
   }
 
   void OnEnd(trace::TimeNs ts) override {
-    if (h2_) h2_->OnEnd(ts);
+    if (h2_) {
+      h2_->OnEnd(ts);
+    }
   }
 
  private:
@@ -176,16 +215,22 @@ class HttpDecoder final : public StreamDecoder {
   }
 
   void StartResync(Direction dir, Side& s) {
-    if (!s.resync) sink_.Count("http_resync");
+    if (!s.resync) {
+      sink_.Count("http_resync");
+    }
     s.resync = true;
     s.state = State::kStart;
-    if (dir == Direction::kToClient) response_lost_ = true;
+    if (dir == Direction::kToClient) {
+      response_lost_ = true;
+    }
   }
 
   // Resynchronise after garbage: drop the buffered line and hunt for the
   // next plausible request/status line.
   void Garbage(Direction dir, Side& s, const char* reason, size_t drop) {
-    if (!s.resync) sink_.Count(reason);
+    if (!s.resync) {
+      sink_.Count(reason);
+    }
     StartResync(dir, s);
     s.buf.Consume(std::max<size_t>(drop, 1));
   }
@@ -196,10 +241,14 @@ class HttpDecoder final : public StreamDecoder {
     auto d = s.buf.data();
     std::string_view text(reinterpret_cast<const char*>(d.data()), d.size());
     size_t nl = text.find('\n');
-    if (nl == std::string_view::npos) return false;
+    if (nl == std::string_view::npos) {
+      return false;
+    }
     *consumed = nl + 1;
     *line = text.substr(0, nl);
-    if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
+    if (!line->empty() && line->back() == '\r') {
+      line->remove_suffix(1);
+    }
     return true;
   }
 
@@ -275,7 +324,9 @@ class HttpDecoder final : public StreamDecoder {
           continue;
         case State::kTrailers:
           s.buf.Consume(n);
-          if (line.empty()) s.state = State::kStart;
+          if (line.empty()) {
+            s.state = State::kStart;
+          }
           continue;
         case State::kUntilClose:
         case State::kTunnel:
@@ -341,8 +392,9 @@ class HttpDecoder final : public StreamDecoder {
     trace::TimeNs ts = s.buf.TsAt(0);
     s.buf.Consume(n);
     bool interim = status < 200 && status != 101;
-    if (status == 101 && !pending_.empty() && pending_.front().h2c)
+    if (status == 101 && !pending_.empty() && pending_.front().h2c) {
       interim = true;
+    }
     if (interim) {
       // 100 Continue, 102, 103 and the 101 of an h2c upgrade: the call is
       // not answered yet; its return is the final response.
@@ -400,7 +452,9 @@ class HttpDecoder final : public StreamDecoder {
       s.chunked = IEquals(last, "chunked");
     } else if (IEquals(name, "upgrade")) {
       s.has_upgrade = true;
-      if (IContains(value, "h2c")) s.upgrade_h2c = true;
+      if (IContains(value, "h2c")) {
+        s.upgrade_h2c = true;
+      }
     }
   }
 
@@ -452,7 +506,9 @@ class HttpDecoder final : public StreamDecoder {
       s.buf.Skip(s.length);
       s.state = State::kStart;
     } else {
-      if (s.bad_length) sink_.Count("http_bad_content_length");
+      if (s.bad_length) {
+        sink_.Count("http_bad_content_length");
+      }
       s.state = State::kUntilClose;
     }
   }
@@ -490,8 +546,12 @@ int ProbeHttp(std::span<const std::byte> p) {
   std::string_view text(reinterpret_cast<const char*>(p.data()),
                         std::min<size_t>(p.size(), kMaxLine));
   size_t sp = text.find(' ');
-  if (sp == std::string_view::npos || sp == 0 || sp > 16) return 0;
-  if (!IsKnownMethod(text.substr(0, sp))) return 0;
+  if (sp == std::string_view::npos || sp == 0 || sp > 16) {
+    return 0;
+  }
+  if (!IsKnownMethod(text.substr(0, sp))) {
+    return 0;
+  }
   size_t nl = text.find('\n');
   std::string_view method;
   if (nl != std::string_view::npos &&

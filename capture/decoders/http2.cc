@@ -60,7 +60,9 @@ FrameHeader ReadFrameHeader(std::span<const std::byte> d) {
 
 // Whether a frame header could be real: used only to resynchronise.
 bool PlausibleFrame(const FrameHeader& h) {
-  if (h.type > kContinuation || h.length > kResyncMaxFrame) return false;
+  if (h.type > kContinuation || h.length > kResyncMaxFrame) {
+    return false;
+  }
   switch (h.type) {
     case kSettings:
       return h.stream == 0 && h.length % 6 == 0 && (h.flags & ~0x1) == 0;
@@ -83,7 +85,9 @@ class Http2Decoder final : public StreamDecoder {
  public:
   Http2Decoder(EventSink& sink, int64_t upgraded_token, ReturnAt return_at)
       : sink_(sink), upgraded_token_(upgraded_token), return_at_(return_at) {
-    if (upgraded_token_ >= 0) streams_[1] = Stream{true, false};
+    if (upgraded_token_ >= 0) {
+      streams_[1] = Stream{true, false};
+    }
   }
 
   void OnData(Direction dir, trace::TimeNs ts,
@@ -95,9 +99,13 @@ class Http2Decoder final : public StreamDecoder {
 
   void OnGap(Direction dir, uint64_t length) override {
     Side& s = side(dir);
-    if (s.buf.AbsorbGap(length)) return;
+    if (s.buf.AbsorbGap(length)) {
+      return;
+    }
     s.preface_pending = false;
-    if (!s.resync) sink_.Count("http2_resync");
+    if (!s.resync) {
+      sink_.Count("http2_resync");
+    }
     s.resync = true;
   }
 
@@ -116,8 +124,12 @@ class Http2Decoder final : public StreamDecoder {
   }
 
   uint32_t Token(uint32_t stream) const {
-    if (upgraded_token_ < 0) return stream;
-    if (stream == 1) return static_cast<uint32_t>(upgraded_token_);
+    if (upgraded_token_ < 0) {
+      return stream;
+    }
+    if (stream == 1) {
+      return static_cast<uint32_t>(upgraded_token_);
+    }
     return kUpgradedBit | stream;
   }
 
@@ -149,13 +161,8 @@ class Http2Decoder final : public StreamDecoder {
           continue;
         }
         size_t next = kFrameHeader + h.length;
-        if (d.size() < next) {
-          if (d.size() > 4 * kResyncMaxFrame)
-            s.buf.Consume(1);
-          else
-            return;
-          continue;
-        }
+        // Plausible frames are at most 16 KiB: wait for the whole one.
+        if (d.size() < next) return;
         if (d.size() >= next + kFrameHeader &&
             !PlausibleFrame(ReadFrameHeader(d.subspan(next)))) {
           s.buf.Consume(1);
@@ -210,13 +217,17 @@ class Http2Decoder final : public StreamDecoder {
           it->second.returned = true;
           sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true});
         }
-        if (end) streams_.erase(it);
+        if (end) {
+          streams_.erase(it);
+        }
         return;
       }
       case kRstStream: {
         sink_.Count("http2_stream_reset");
         auto it = streams_.find(h.stream);
-        if (it == streams_.end()) return;
+        if (it == streams_.end()) {
+          return;
+        }
         // A server refusing or failing a stream has answered the call (with
         // an error); a client cancelling it leaves the call unanswered.
         if (dir == Direction::kToClient && !it->second.returned) {
@@ -252,9 +263,13 @@ class Http2Decoder final : public StreamDecoder {
 
 int ProbeHttp2(std::span<const std::byte> p) {
   size_t n = std::min(p.size(), kPreface.size());
-  if (n < 4) return 0;
+  if (n < 4) {
+    return 0;
+  }
   std::string_view got(reinterpret_cast<const char*>(p.data()), n);
-  if (got == kPreface.substr(0, n)) return 100;
+  if (got == kPreface.substr(0, n)) {
+    return 100;
+  }
   // A capture that began after the preface: accept a run of plausible
   // frames that opens with the client's HEADERS on an odd stream.
   FrameHeader first = ReadFrameHeader(p);
@@ -265,7 +280,9 @@ int ProbeHttp2(std::span<const std::byte> p) {
   size_t off = 0;
   while (off + kFrameHeader <= p.size()) {
     FrameHeader h = ReadFrameHeader(p.subspan(off));
-    if (!PlausibleFrame(h)) return 0;
+    if (!PlausibleFrame(h)) {
+      return 0;
+    }
     off += kFrameHeader + h.length;
   }
   return 40;

@@ -14,7 +14,7 @@
 namespace bbprof::capture {
 namespace {
 
-constexpr size_t kMaxLine = 8 * 1024;
+constexpr size_t kMaxLine = size_t{8} * 1024;
 constexpr int64_t kMaxData = int64_t{1} << 30;
 constexpr size_t kMaxPending = 1 << 16;
 
@@ -22,10 +22,16 @@ std::vector<std::string_view> Words(std::string_view line) {
   std::vector<std::string_view> w;
   size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && line[i] == ' ') ++i;
+    while (i < line.size() && line[i] == ' ') {
+      ++i;
+    }
     size_t j = i;
-    while (j < line.size() && line[j] != ' ') ++j;
-    if (j > i) w.push_back(line.substr(i, j - i));
+    while (j < line.size() && line[j] != ' ') {
+      ++j;
+    }
+    if (j > i) {
+      w.push_back(line.substr(i, j - i));
+    }
     i = j;
   }
   return w;
@@ -45,9 +51,14 @@ bool IsKnownCommand(std::string_view c) {
       "ma",       "mn",      "me",        "lru_crawler",
       "slabs",    "watch",   "shutdown",  "cache_memlimit",
       "misbehave"};
-  if (IsStorage(c)) return true;
-  for (auto k : kOthers)
-    if (c == k) return true;
+  if (IsStorage(c)) {
+    return true;
+  }
+  for (auto k : kOthers) {
+    if (c == k) {
+      return true;
+    }
+  }
   return false;
 }
 
@@ -68,11 +79,17 @@ class MemcachedDecoder final : public StreamDecoder {
 
   void OnGap(Direction dir, uint64_t length) override {
     Side& s = side(dir);
-    if (s.buf.AbsorbGap(length)) return;  // inside a data block
-    if (!s.resync) sink_.Count("memcached_resync");
+    if (s.buf.AbsorbGap(length)) {
+      return;  // inside a data block
+    }
+    if (!s.resync) {
+      sink_.Count("memcached_resync");
+    }
     s.resync = true;
     s.in_multi = false;
-    if (dir == Direction::kToClient) response_lost_ = true;
+    if (dir == Direction::kToClient) {
+      response_lost_ = true;
+    }
   }
 
  private:
@@ -86,8 +103,12 @@ class MemcachedDecoder final : public StreamDecoder {
   }
 
   bool TooLong(Side& s, const char* reason) {
-    if (s.buf.size() <= kMaxLine) return false;
-    if (!s.resync) sink_.Count(reason);
+    if (s.buf.size() <= kMaxLine) {
+      return false;
+    }
+    if (!s.resync) {
+      sink_.Count(reason);
+    }
     s.resync = true;
     s.buf.Consume(s.buf.size());
     return true;
@@ -103,7 +124,9 @@ class MemcachedDecoder final : public StreamDecoder {
         continue;
       }
       if (!IsKnownCommand(w[0])) {
-        if (!s.resync) sink_.Count("memcached_bad_command");
+        if (!s.resync) {
+          sink_.Count("memcached_bad_command");
+        }
         s.resync = true;
         s.buf.Consume(n);
         continue;
@@ -115,9 +138,13 @@ class MemcachedDecoder final : public StreamDecoder {
       // meta set: "ms <key> <datalen> <flags>*". Then the data block.
       int64_t bytes = -1;
       if (IsStorage(w[0]) && w.size() >= 5) {
-        if (!ParseInt(w[4], &bytes)) bytes = -1;
+        if (!ParseInt(w[4], &bytes)) {
+          bytes = -1;
+        }
       } else if (w[0] == "ms" && w.size() >= 3) {
-        if (!ParseInt(w[2], &bytes)) bytes = -1;
+        if (!ParseInt(w[2], &bytes)) {
+          bytes = -1;
+        }
       }
       if ((IsStorage(w[0]) || w[0] == "ms") &&
           (bytes < 0 || bytes > kMaxData)) {
@@ -125,7 +152,9 @@ class MemcachedDecoder final : public StreamDecoder {
         s.resync = true;
         continue;
       }
-      if (bytes >= 0) s.buf.Skip(static_cast<uint64_t>(bytes) + 2);
+      if (bytes >= 0) {
+        s.buf.Skip(static_cast<uint64_t>(bytes) + 2);
+      }
       if (w.back() == "noreply") {
         sink_.Emit({trace::Kind::kMessage, Direction::kToServer, ts, 0, false});
         continue;
@@ -159,7 +188,9 @@ class MemcachedDecoder final : public StreamDecoder {
         size_t at = w[0] == "VALUE" ? 3 : 1;
         if (w.size() <= at || !ParseInt(w[at], &bytes) || bytes < 0 ||
             bytes > kMaxData) {
-          if (!s.resync) sink_.Count("memcached_bad_length");
+          if (!s.resync) {
+            sink_.Count("memcached_bad_length");
+          }
           s.resync = true;
           s.in_multi = false;
           continue;
@@ -167,7 +198,9 @@ class MemcachedDecoder final : public StreamDecoder {
         s.buf.Skip(static_cast<uint64_t>(bytes) + 2);
       }
       if (s.in_multi) {
-        if (w[0] == "END") s.in_multi = false;
+        if (w[0] == "END") {
+          s.in_multi = false;
+        }
         continue;
       }
       if (s.resync) {
@@ -180,12 +213,18 @@ class MemcachedDecoder final : public StreamDecoder {
             "EN",      "NF",        "NS",           "EX",
             "MN",      "ME"};
         bool known = false;
-        for (auto k : kStarts) known |= w[0] == k;
-        if (!known) continue;
+        for (auto k : kStarts) {
+          known |= w[0] == k;
+        }
+        if (!known) {
+          continue;
+        }
         s.resync = false;
       }
       // VALUE (classic get) and STAT run until END; meta VA is one response.
-      if (w[0] == "VALUE" || w[0] == "STAT") s.in_multi = true;
+      if (w[0] == "VALUE" || w[0] == "STAT") {
+        s.in_multi = true;
+      }
       Reply(ts);
     }
     TooLong(s, "memcached_line_too_long");
@@ -220,9 +259,13 @@ int ProbeMemcached(std::span<const std::byte> p) {
                      std::min<size_t>(p.size(), kMaxLine));
   size_t nl = t.find('\n');
   auto w = Words(t.substr(0, nl == std::string_view::npos ? t.size() : nl));
-  if (w.empty() || !IsKnownCommand(w[0])) return 0;
+  if (w.empty() || !IsKnownCommand(w[0])) {
+    return 0;
+  }
   // Two-letter meta commands and "get x" are short: want a key and a CRLF.
-  if (nl == std::string_view::npos || w.size() < 2) return 0;
+  if (nl == std::string_view::npos || w.size() < 2) {
+    return 0;
+  }
   return 70;
 }
 

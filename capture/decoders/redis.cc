@@ -15,7 +15,7 @@
 namespace bbprof::capture {
 namespace {
 
-constexpr size_t kMaxLine = 64 * 1024;
+constexpr size_t kMaxLine = size_t{64} * 1024;
 constexpr int64_t kMaxBulk = int64_t{512} << 20;  // proto-max-bulk-len
 constexpr int64_t kMaxElements = int64_t{1} << 24;
 constexpr size_t kMaxDepth = 64;
@@ -38,7 +38,9 @@ class RedisDecoder final : public StreamDecoder {
 
   void OnGap(Direction dir, uint64_t length) override {
     Side& s = side(dir);
-    if (s.buf.AbsorbGap(length)) return;  // inside a bulk payload
+    if (s.buf.AbsorbGap(length)) {
+      return;  // inside a bulk payload
+    }
     StartResync(dir, s);
   }
 
@@ -53,10 +55,14 @@ class RedisDecoder final : public StreamDecoder {
   }
 
   void StartResync(Direction dir, Side& s) {
-    if (!s.resync) sink_.Count("redis_resync");
+    if (!s.resync) {
+      sink_.Count("redis_resync");
+    }
     s.resync = true;
     s.stack.clear();
-    if (dir == Direction::kToClient) response_lost_ = true;
+    if (dir == Direction::kToClient) {
+      response_lost_ = true;
+    }
   }
 
   void Parse(Direction dir, Side& s) {
@@ -65,7 +71,9 @@ class RedisDecoder final : public StreamDecoder {
       size_t n = 0;
       if (!NextBufferedLine(s.buf, &line, &n)) {
         if (s.buf.size() > kMaxLine) {
-          if (!s.resync) sink_.Count("redis_line_too_long");
+          if (!s.resync) {
+            sink_.Count("redis_line_too_long");
+          }
           StartResync(dir, s);
           s.buf.Consume(s.buf.size());
         }
@@ -136,28 +144,36 @@ class RedisDecoder final : public StreamDecoder {
       case '$':
       case '!':
       case '=':
-        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxBulk)
+        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxBulk) {
           return false;
+        }
         break;
       case '*':
       case '~':
       case '>':
       case '%':
       case '|':
-        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxElements)
+        if (!ParseInt(line.substr(1), &v) || v < -1 || v > kMaxElements) {
           return false;
+        }
         break;
       case ':':
-        if (!ParseInt(line.substr(1), &v)) return false;
+        if (!ParseInt(line.substr(1), &v)) {
+          return false;
+        }
         break;
       default:
         break;
     }
-    if (dry_run) return true;
+    if (dry_run) {
+      return true;
+    }
     bool aggregate =
         std::string_view("*~>%|").find(t) != std::string_view::npos;
     if (aggregate && v > 0) {
-      if (s.stack.size() >= kMaxDepth) return false;
+      if (s.stack.size() >= kMaxDepth) {
+        return false;
+      }
       int64_t count = (t == '%') ? 2 * v : (t == '|') ? 2 * v + 1 : v;
       s.stack.push_back(count);
       return true;
@@ -169,7 +185,9 @@ class RedisDecoder final : public StreamDecoder {
       return true;
     }
     while (!s.stack.empty()) {
-      if (--s.stack.back() > 0) break;
+      if (--s.stack.back() > 0) {
+        break;
+      }
       s.stack.pop_back();
     }
     return true;
@@ -178,10 +196,14 @@ class RedisDecoder final : public StreamDecoder {
   // After a bulk header, skip its payload and CRLF (possibly still to come).
   void ConsumeBulk(Side& s, std::string_view line) {
     char t = line[0];
-    if (t != '$' && t != '!' && t != '=') return;
+    if (t != '$' && t != '!' && t != '=') {
+      return;
+    }
     int64_t len = 0;
     ParseInt(line.substr(1), &len);
-    if (len >= 0) s.buf.Skip(static_cast<uint64_t>(len) + 2);
+    if (len >= 0) {
+      s.buf.Skip(static_cast<uint64_t>(len) + 2);
+    }
   }
 
   void Call(trace::TimeNs ts) {
@@ -216,7 +238,9 @@ class RedisDecoder final : public StreamDecoder {
   }
 
   void Bad(Direction dir, Side& s, size_t n) {
-    if (!s.resync) sink_.Count("redis_bad_frame");
+    if (!s.resync) {
+      sink_.Count("redis_bad_frame");
+    }
     StartResync(dir, s);
     s.buf.Consume(n);
   }
@@ -233,7 +257,9 @@ class RedisDecoder final : public StreamDecoder {
 int ProbeRedis(std::span<const std::byte> p) {
   std::string_view t(reinterpret_cast<const char*>(p.data()),
                      std::min<size_t>(p.size(), 64));
-  if (t.size() < 8 || t[0] != '*') return 0;
+  if (t.size() < 8 || t[0] != '*') {
+    return 0;
+  }
   size_t crlf = t.find("\r\n");
   int64_t n = 0;
   if (crlf == std::string_view::npos || !ParseInt(t.substr(1, crlf - 1), &n) ||

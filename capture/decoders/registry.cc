@@ -20,7 +20,9 @@ std::span<const DecoderInfo> AllDecoders() {
 
 const DecoderInfo* FindDecoder(std::string_view name) {
   for (const DecoderInfo& d : AllDecoders()) {
-    if (name == d.name) return &d;
+    if (name == d.name) {
+      return &d;
+    }
   }
   return nullptr;
 }

@@ -29,12 +29,20 @@ MsgCheck CheckMessage(std::span<const std::byte> m, uint32_t* xid,
   *xid = c.U32();
   uint32_t type = c.U32();
   uint32_t third = c.U32();
-  if (!c.ok()) return MsgCheck::kTruncated;
-  if (type > 1) return MsgCheck::kBadType;
+  if (!c.ok()) {
+    return MsgCheck::kTruncated;
+  }
+  if (type > 1) {
+    return MsgCheck::kBadType;
+  }
   *is_reply = type == 1;
   // Calls carry rpcvers == 2; replies reply_stat MSG_ACCEPTED/MSG_DENIED.
-  if (!*is_reply && third != 2) return MsgCheck::kBadVersion;
-  if (*is_reply && third > 1) return MsgCheck::kBadType;
+  if (!*is_reply && third != 2) {
+    return MsgCheck::kBadVersion;
+  }
+  if (*is_reply && third > 1) {
+    return MsgCheck::kBadType;
+  }
   return MsgCheck::kOk;
 }
 
@@ -50,9 +58,13 @@ bool PlausibleWhenHunting(std::span<const std::byte> m, bool reply) {
   if (reply) {
     uint32_t a = c.U32();
     uint32_t b = c.U32();
-    if (!c.ok()) return false;
-    if (third == 1) return a <= 1 && (a != 0 || b <= 2);  // rejected
-    return known_flavor(a) && b <= 400 && b % 4 == 0;     // accepted: verifier
+    if (!c.ok()) {
+      return false;
+    }
+    if (third == 1) {
+      return a <= 1 && (a != 0 || b <= 2);  // rejected
+    }
+    return known_flavor(a) && b <= 400 && b % 4 == 0;  // accepted: verifier
   }
   uint32_t prog = c.U32();
   c.Skip(8);  // vers, proc
@@ -114,7 +126,9 @@ class RpcStreamDecoder final : public StreamDecoder {
 
   void OnGap(Direction dir, uint64_t length) override {
     Side& s = side(dir);
-    if (s.buf.AbsorbGap(length)) return;  // the hole was inside a fragment
+    if (s.buf.AbsorbGap(length)) {
+      return;  // the hole was inside a fragment
+    }
     s.resync = true;
     s.record_start = true;
     s.header_len = 0;
@@ -153,10 +167,14 @@ class RpcStreamDecoder final : public StreamDecoder {
         continue;
       }
       size_t want = std::min<size_t>(len, kMinHeader - s.header_len);
-      if (d.size() < 4 + want) return;
+      if (d.size() < 4 + want) {
+        return;
+      }
       if (first && s.resync) {
         size_t deep = std::min<size_t>(len, kHuntHeader);
-        if (d.size() < 4 + deep) return;
+        if (d.size() < 4 + deep) {
+          return;
+        }
         uint32_t xid = 0;
         bool reply = false;
         if (CheckMessage(d.subspan(4, kMinHeader), &xid, &reply) !=
@@ -166,7 +184,9 @@ class RpcStreamDecoder final : public StreamDecoder {
           continue;
         }
       }
-      if (first) s.header_ts = s.buf.TsAt(0);
+      if (first) {
+        s.header_ts = s.buf.TsAt(0);
+      }
       std::copy_n(d.begin() + 4, want,
                   s.header.begin() + static_cast<std::ptrdiff_t>(s.header_len));
       s.header_len += want;
@@ -183,7 +203,9 @@ class RpcStreamDecoder final : public StreamDecoder {
       s.resync = false;
       s.record_start = last;
       if (last) {
-        if (s.header_len < kMinHeader) sink_.Count("rpc_truncated");
+        if (s.header_len < kMinHeader) {
+          sink_.Count("rpc_truncated");
+        }
         s.header_len = 0;
       }
       s.buf.Skip(4ull + len);
@@ -194,8 +216,12 @@ class RpcStreamDecoder final : public StreamDecoder {
   // where a record mark and a message header line up; count once per
   // episode, not per byte.
   void Bad(Side& s, const char* reason) {
-    if (!s.resync) sink_.Count(reason);
-    if (!s.resync) sink_.Count("rpc_resync");
+    if (!s.resync) {
+      sink_.Count(reason);
+    }
+    if (!s.resync) {
+      sink_.Count("rpc_resync");
+    }
     s.resync = true;
     s.record_start = true;
     s.header_len = 0;
@@ -211,14 +237,20 @@ class RpcStreamDecoder final : public StreamDecoder {
 int ProbeRpcMessage(std::span<const std::byte> m) {
   uint32_t xid = 0;
   bool reply = false;
-  if (CheckMessage(m, &xid, &reply) != MsgCheck::kOk) return 0;
-  if (reply) return 40;
+  if (CheckMessage(m, &xid, &reply) != MsgCheck::kOk) {
+    return 0;
+  }
+  if (reply) {
+    return 40;
+  }
   ByteCursor c(m);
   c.Skip(12);
   uint32_t prog = c.U32();
   c.Skip(8);  // vers, proc
   uint32_t flavor = c.U32();
-  if (!c.ok()) return 50;
+  if (!c.ok()) {
+    return 50;
+  }
   // AUTH_NONE, AUTH_SYS, AUTH_SHORT, AUTH_DH, RPCSEC_GSS.
   bool known_flavor = flavor <= 3 || flavor == 6;
   return prog != 0 && known_flavor ? 90 : 50;
@@ -231,9 +263,13 @@ int ProbeRpcDatagram(std::span<const std::byte> p) {
 int ProbeRpcStream(std::span<const std::byte> p) {
   ByteCursor c(p);
   uint32_t mark = c.U32();
-  if (!c.ok()) return 0;
+  if (!c.ok()) {
+    return 0;
+  }
   uint32_t len = mark & 0x7fffffffu;
-  if (len < kMinHeader || len > kMaxFragment) return 0;
+  if (len < kMinHeader || len > kMaxFragment) {
+    return 0;
+  }
   return ProbeRpcMessage(
       c.rest().subspan(0, std::min<size_t>(len, c.remaining())));
 }

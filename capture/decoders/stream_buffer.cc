@@ -11,9 +11,13 @@ void StreamBuffer::Append(trace::TimeNs ts, std::span<const std::byte> data) {
     base_ += drop;
     data = data.subspan(drop);
   }
-  if (data.empty()) return;
+  if (data.empty()) {
+    return;
+  }
   uint64_t start = base_ + size();
-  if (segs_.empty() || segs_.back().second != ts) segs_.emplace_back(start, ts);
+  if (segs_.empty() || segs_.back().second != ts) {
+    segs_.emplace_back(start, ts);
+  }
   buf_.insert(buf_.end(), data.begin(), data.end());
 }
 
@@ -21,7 +25,9 @@ trace::TimeNs StreamBuffer::TsAt(size_t offset) const {
   uint64_t abs = base_ + offset;
   trace::TimeNs ts = segs_.empty() ? 0 : segs_.front().second;
   for (const auto& [start, seg_ts] : segs_) {
-    if (start > abs) break;
+    if (start > abs) {
+      break;
+    }
     ts = seg_ts;
   }
   return ts;
@@ -32,7 +38,9 @@ void StreamBuffer::Consume(size_t n) {
   head_ += n;
   base_ += n;
   // Keep the segment that covers the new first byte.
-  while (segs_.size() > 1 && segs_[1].first <= base_) segs_.pop_front();
+  while (segs_.size() > 1 && segs_[1].first <= base_) {
+    segs_.pop_front();
+  }
   if (head_ == buf_.size()) {
     buf_.clear();
     head_ = 0;
