@@ -247,3 +247,24 @@ TEST(NestingTest, EvaluationNeedsPathids) {
 
 }  // namespace
 }  // namespace bbprof::nesting
+
+namespace bbprof::nesting {
+namespace {
+
+TEST(NestingTest, EvaluationRanksBothSidesByCount) {
+  // A->C is seen first but only once; A->B three times. Perfect inference
+  // must give no top-1 false negative, which needs both lists ranked.
+  TempDir dir;
+  std::string path = dir.Write(
+      "r.trace",
+      "0 CALL A C 9 1\n1 RET C A 9 1\n2 CALL A B 1 2\n3 RET B A 1 2\n"
+      "4 CALL A B 2 3\n5 RET B A 2 3\n6 CALL A B 3 4\n7 RET B A 3 4\n");
+  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->top_n.size(), 2u);
+  EXPECT_EQ(ev->top_n[0].false_negatives, 0);
+  EXPECT_EQ(ev->top_n[1].false_negatives, 0);
+}
+
+}  // namespace
+}  // namespace bbprof::nesting
