@@ -1,6 +1,7 @@
 // The subcommand table. To add one: write cli/NAME_command.{h,cc} exporting
 // `extern const Subcommand kNameCommand;`, include it here and add a row.
 #include "cli/convert_command.h"
+#include "cli/convolve_command.h"
 #include "cli/maketrace_command.h"
 #include "cli/subcommand.h"
 
@@ -9,6 +10,7 @@ namespace bbprof::cli {
 std::span<const Subcommand> AllSubcommands() {
   static const Subcommand kTable[] = {
       kConvertCommand,
+      kConvolveCommand,
       kMaketraceCommand,
   };
   return kTable;
