@@ -68,6 +68,10 @@ class Search {
   Search(const MessageSet& m, const Params& p) : m_(m), p_(p) {
     lag_ = (p.max_delay_ns + p.quantum_ns - 1) / p.quantum_ns;
     out_signals_.resize(m.names.size());
+    dest_count_.resize(m.names.size());
+    for (size_t j = 0; j < m.names.size(); ++j) {
+      for (const auto& o : m.by_sender[j]) ++dest_count_[j][o.to];
+    }
     built_.resize(m.names.size(), false);
   }
 
@@ -185,6 +189,26 @@ class Search {
           ++graph_.suppressed_rare;
           continue;
         }
+        // Section 5.2.3, noise and accidentally short paths: in busy traffic
+        // some messages j->k fall within the tolerance of a spike by chance.
+        // With n_k messages j->k spread over the trace, each incoming message
+        // matches a window of 2v + mu per spike; keep the set
+        // only when it stands N Poisson deviations above that chance count.
+        const double duration = static_cast<double>(
+            std::max<trace::TimeNs>(m_.last_ns - m_.first_ns, p_.quantum_ns));
+        const double window =
+            static_cast<double>(2 * p_.tolerance_ns + p_.quantum_ns) *
+            static_cast<double>(g.per_spike.size());
+        // A given j->k message is hit by at least one of the |V| windows
+        // with probability 1 - exp(-|V| window / T).
+        const double chance =
+            static_cast<double>(dest_count_[j][k]) *
+            -std::expm1(-static_cast<double>(v.size()) * window / duration);
+        if (static_cast<double>(g.w.size()) <
+            chance + p_.spikes.spike_sigma * std::sqrt(chance)) {
+          ++graph_.suppressed_rare;
+          continue;
+        }
         // Section 5.2.3: suppress cycles -- an edge already on this path
         // would just replay the path again (A->B->A is allowed once, as the
         // paper's derived RPC paths of section 5.3.1 are real causality).
@@ -225,6 +249,7 @@ class Search {
   Correlator corr_;
   std::vector<SparseSignal> out_signals_;
   std::vector<bool> built_;
+  std::vector<std::map<trace::NodeId, uint64_t>> dest_count_;
   PathGraph graph_;
 
  public:
