@@ -182,7 +182,7 @@ class Search {
         g.w.push_back(z[k].ts);
         auto& ps = g.per_spike[claimed[k]];
         ++ps.first;
-        ps.second += static_cast<double>(diff[k]) / 1e9;
+        ps.second += static_cast<double>(diff[k]);  // ns, exact up to 2^53
       }
       for (auto& [k, g] : groups) {
         if (g.w.size() < p_.min_count) {
@@ -221,7 +221,7 @@ class Search {
         for (auto& [s, cnt] : g.per_spike) {
           (void)s;
           ds.push_back(
-              {cnt.second / static_cast<double>(cnt.first), cnt.first});
+              {cnt.second / static_cast<double>(cnt.first) / 1e9, cnt.first});
         }
         std::stable_sort(ds.begin(), ds.end(),
                          [](const DelaySpike& a, const DelaySpike& b) {
