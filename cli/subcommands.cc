@@ -3,6 +3,7 @@
 #include "cli/convert_command.h"
 #include "cli/eval_command.h"
 #include "cli/nest_command.h"
+#include "cli/convolve_command.h"
 #include "cli/maketrace_command.h"
 #include "cli/render_command.h"
 #include "cli/subcommand.h"
@@ -14,6 +15,7 @@ std::span<const Subcommand> AllSubcommands() {
       kConvertCommand,
       kNestCommand,
       kEvalCommand,
+      kConvolveCommand,
       kMaketraceCommand,
       kRenderCommand,
   };

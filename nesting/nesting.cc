@@ -540,7 +540,8 @@ Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
   if (!r.ok()) return r.status();
   DetailedResult d;
   d.result = std::move(*r);
-  engine.FillDetails(&d);
+  engine.FillDetails(&d);  // indexes patterns in discovery order
+  SortPatterns(d.result.patterns, SortKey::kCount);
   return d;
 }
 
