@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 echo "=== building bbprof (release)" >&2
-cmake --preset release -DBBPROF_BUILD_TESTS=OFF >/dev/null
+cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)" --target bbprof >/dev/null
 BBPROF=build/release/cli/bbprof
 

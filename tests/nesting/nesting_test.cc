@@ -218,13 +218,13 @@ TEST(NestingTest, EvaluationOfTheTruthAgainstItselfIsPerfectOnASimpleTrace) {
 }
 
 TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
-  // Two overlapping A->B calls with path ids 1 and 2; the B->C call truly
-  // belongs to the second (pathid 2), but with no other evidence the
-  // algorithm ties and picks the earliest parent: two instances wrong.
+  // Two A->B calls start together, with path ids 1 and 2; the B->C call
+  // truly belongs to the second, but both parents give the same delay, so
+  // the algorithm ties and takes the earliest: both instances are wrong.
   TempDir dir;
   std::string path = dir.Write(
       "m.trace",
-      "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
+      "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
       "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
   auto ev = Evaluate(path, Params{}, EvalOptions{});
   ASSERT_TRUE(ev.ok());
