@@ -44,7 +44,8 @@ Status ValidateParams(const NestParams& params);
 // The scoreboard's bins (5.1.1.2). Bin 0 holds delays below 1 us (and
 // negative ones, possible under skew); bin k >= 1 holds
 // [1us * base^(k-1), 1us * base^k); the last bin also holds everything
-// from 2 hours on. With base 1.05 that is 466 bins.
+// from 2 hours on. With base 1.05 that is 468 bins (466 log bins between 1 us
+// and 2 h, plus the two end bins).
 class DelayBins {
  public:
   explicit DelayBins(double base);
