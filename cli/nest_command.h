@@ -2,7 +2,6 @@
 #define BBPROF_CLI_NEST_COMMAND_H_
 #include "cli/subcommand.h"
 namespace bbprof::cli {
-// bbprof nest TRACE: causal path patterns by the nesting algorithm (5.1).
 extern const Subcommand kNestCommand;
 }  // namespace bbprof::cli
 #endif  // BBPROF_CLI_NEST_COMMAND_H_

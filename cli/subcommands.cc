@@ -1,7 +1,9 @@
 // The subcommand table. To add one: write cli/NAME_command.{h,cc} exporting
 // `extern const Subcommand kNameCommand;`, include it here and add a row.
 #include "cli/convert_command.h"
+#include "cli/eval_command.h"
 #include "cli/nest_command.h"
+#include "cli/maketrace_command.h"
 #include "cli/subcommand.h"
 
 namespace bbprof::cli {
@@ -10,6 +12,8 @@ std::span<const Subcommand> AllSubcommands() {
   static const Subcommand kTable[] = {
       kConvertCommand,
       kNestCommand,
+      kEvalCommand,
+      kMaketraceCommand,
   };
   return kTable;
 }
