@@ -45,13 +45,22 @@ struct Pair {
 // get a mirrored range.
 class BinScale {
  public:
-  explicit BinScale(double base) : inv_log_base_(1.0 / std::log(base)) {
+  explicit BinScale(double base)
+      : base_(base), inv_log_base_(1.0 / std::log(base)) {
     constexpr double kMinNs = 1e3;              // 1 us
     constexpr double kMaxNs = 2.0 * 3600 * 1e9;  // 2 hours
     positive_bins_ = 1 + static_cast<int>(std::ceil(std::log(kMaxNs / kMinNs) *
                                                     inv_log_base_));
   }
   int size() const { return 2 * positive_bins_ + 1; }
+  // Width of a bin in microseconds: dividing a bin's count by it turns the
+  // histogram into a density, so narrow short-delay bins and wide
+  // long-delay bins compare fairly.
+  double Width(int bin) const {
+    int k = bin < positive_bins_ ? positive_bins_ - bin : bin - positive_bins_;
+    if (k == 0) return 1.0;
+    return (base_ - 1.0) * std::pow(base_, k - 1);
+  }
   int Bin(TimeNs delta) const {
     TimeNs mag = delta < 0 ? -delta : delta;
     int k;
@@ -66,6 +75,7 @@ class BinScale {
   }
 
  private:
+  double base_;
   double inv_log_base_;
   int positive_bins_;
 };
@@ -331,6 +341,13 @@ class Engine {
         double score =
             boards_[board_index_.at(TripleKey(p.caller, c.caller, c.callee))]
                    [scale_.Bin(c.call - p.call)];
+        // Scores compare delays of different candidates, i.e. different
+        // bins. A log bin's count grows with its width, which favours the
+        // long delays of long-open wrong parents (the added-delay and high
+        // parallelism traces of 7.5); dividing by the width makes the score
+        // a delay density, the likelihood of this delay. raw_bin_scores
+        // keeps the paper's literal per-bin value.
+        if (!params_.raw_bin_scores) score /= scale_.Width(scale_.Bin(c.call - p.call));
         if (any_penalty) {
           int overlap = 0, same = 0, any = 0;
           for (uint32_t s = p.first_child; s != kNone;
