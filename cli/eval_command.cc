@@ -57,6 +57,7 @@ int Run(std::span<const std::string> args) {
     params.skew_window = static_cast<trace::TimeNs>(w * 1e9 + 0.5);
     params.smooth_bins = p.at("smoothing").get<double>();
     params.bin_base = p.at("bin_base").get<double>();
+    params.raw_bin_scores = p.value("score", std::string("raw")) == "raw";
   } catch (const nlohmann::json::exception& e) {
     return cl.Fail(result_path + ": bad \"params\": " + e.what());
   }

@@ -35,6 +35,7 @@ int Run(std::span<const std::string> args) {
       ("penalty-generic", po::value<double>()->default_value(defaults.penalty_generic), "generic-child penalty exponent z")
       ("skew-window", po::value<std::string>()->default_value("0"), "tolerate clock skew up to SECONDS between capture points (7.5.6)")
       ("smooth", po::value<double>()->default_value(defaults.smooth_bins), "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")
+      ("raw-bin-scores", "score nestings by the raw bin value as the paper does, not by delay density")
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
       ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
@@ -56,6 +57,7 @@ int Run(std::span<const std::string> args) {
   params.penalty_generic = cl.Get<double>("penalty-generic");
   params.smooth_bins = cl.Get<double>("smooth");
   params.bin_base = cl.Get<double>("bin-base");
+  params.raw_bin_scores = cl.Has("raw-bin-scores");
   if (!trace::ParseSecondsFlag(cl.Get<std::string>("skew-window"),
                                &params.skew_window) ||
       params.skew_window < 0) {

@@ -45,7 +45,8 @@ struct Pair {
 // get a mirrored range.
 class BinScale {
  public:
-  explicit BinScale(double base) : inv_log_base_(1.0 / std::log(base)) {
+  explicit BinScale(double base)
+      : base_(base), inv_log_base_(1.0 / std::log(base)) {
     constexpr double kMinNs = 1e3;              // 1 us
     constexpr double kMaxNs = 2.0 * 3600 * 1e9;  // 2 hours
     positive_bins_ = 1 + static_cast<int>(std::ceil(std::log(kMaxNs / kMinNs) *
@@ -73,6 +74,7 @@ class BinScale {
   }
 
  private:
+  double base_;
   double inv_log_base_;
   int positive_bins_;
 };
@@ -346,7 +348,7 @@ class Engine {
         const int bin = scale_.Bin(c.call - p.call);
         double score =
             boards_[board_index_.at(TripleKey(p.caller, c.caller, c.callee))]
-                   [bin] * inv_width_[bin];
+                   [bin] * (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
         if (any_penalty) {
           int overlap = 0, same = 0, any = 0;
           for (uint32_t s = p.first_child; s != kNone;

@@ -38,6 +38,9 @@ struct Params {
   double smooth_bins = 0.0;
   // Log base of the scoreboard bins (the paper: 1.05).
   double bin_base = 1.05;
+  // Score by the bin's raw value as in the paper, instead of value / bin
+  // width (a delay density, the default; see FindNestedPairs).
+  bool raw_bin_scores = false;
   // Evaluation only ("cheating" as in section 7.5.1): candidate parents must
   // carry the child's ground-truth pathid, which yields the true paths.
   bool use_pathids = false;

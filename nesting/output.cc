@@ -110,6 +110,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["skew_window_s"] = trace::NsToSeconds(r.params.skew_window);
   p["smoothing"] = r.params.smooth_bins;
   p["bin_base"] = r.params.bin_base;
+  p["score"] = r.params.raw_bin_scores ? "raw" : "density";
   j["patterns"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const auto& pat : r.patterns) {

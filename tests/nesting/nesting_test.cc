@@ -226,13 +226,30 @@ TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
       "m.trace",
       "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
       "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
-  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  Params raw;
+  raw.raw_bin_scores = true;  // the paper's per-bin scores tie here
+  auto ev = Evaluate(path, raw, EvalOptions{});
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->true_instances, 2u);
   EXPECT_EQ(ev->correct_instances, 0u);
   EXPECT_DOUBLE_EQ(ev->instance_fn_rate, 1.0);
   EXPECT_EQ(ev->true_patterns, 2u);  // A->B and A->B(C)
   EXPECT_EQ(ev->pattern_false_negatives, 0u);
+}
+
+// Density scoring (the default): with equal per-bin weight, the shorter
+// delay lies in a narrower bin, so its density is higher and the later,
+// closer parent wins; here that is the truth.
+TEST(NestingTest, DensityScoringPrefersTheDenserDelay) {
+  TempDir dir;
+  std::string path = dir.Write(
+      "d.trace",
+      "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
+      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->correct_instances, 2u);
+  EXPECT_DOUBLE_EQ(ev->instance_fn_rate, 0.0);
 }
 
 TEST(NestingTest, EvaluationNeedsPathids) {
