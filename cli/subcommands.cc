@@ -5,13 +5,17 @@
 #include "cli/nest_command.h"
 #include "cli/convolve_command.h"
 #include "cli/maketrace_command.h"
+#include "cli/merge_command.h"
 #include "cli/render_command.h"
+#include "cli/stats_command.h"
 #include "cli/subcommand.h"
 
 namespace bbprof::cli {
 
 std::span<const Subcommand> AllSubcommands() {
   static const Subcommand kTable[] = {
+      kStatsCommand,
+      kMergeCommand,
       kConvertCommand,
       kNestCommand,
       kEvalCommand,

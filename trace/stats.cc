@@ -1,0 +1,172 @@
+#include "trace/stats.h"
+
+#include <cstdio>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unordered_map>
+
+#include "base/progress.h"
+#include "trace/byte_stream.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::trace {
+
+double TraceStats::mean_outstanding_calls() const {
+  double d = duration_s();
+  if (d <= 0) return 0;
+  double busy = 0;
+  for (const auto& [name, n] : nodes) busy += n.busy_s;
+  return busy / d;
+}
+
+Result<TraceStats> ComputeStats(TraceReader& reader) {
+  TraceStats s;
+  s.path = reader.path();
+  struct Open {
+    std::deque<TimeNs> calls;  // FIFO, as the nesting algorithm matches
+  };
+  std::unordered_map<std::string, Open> open;
+  std::vector<NodeStats> nodes;
+  std::unordered_map<uint64_t, EdgeStats> edges;
+  std::string key;
+  Progress progress("stats", FileSizeOrZero(reader.path()), false);
+  Record rec;
+  while (reader.Next(rec)) {
+    if (s.messages == 0) s.first_ts = rec.ts_ns;
+    s.last_ts = rec.ts_ns;
+    ++s.messages;
+    progress.Update(reader.raw_bytes_read());
+    size_t need = std::max(rec.sender, rec.receiver) + 1;
+    if (nodes.size() < need) nodes.resize(need);
+    ++nodes[rec.sender].sent;
+    ++nodes[rec.receiver].received;
+    EdgeStats& e = edges[(static_cast<uint64_t>(rec.sender) << 32) | rec.receiver];
+    // The key of a call: caller, callee, callid (a return travels back).
+    auto make_key = [&](NodeId caller, NodeId callee) {
+      key.assign(reinterpret_cast<const char*>(&caller), sizeof caller);
+      key.append(reinterpret_cast<const char*>(&callee), sizeof callee);
+      key.append(rec.callid);
+    };
+    switch (rec.kind) {
+      case Kind::kCall:
+        ++s.calls;
+        ++e.calls;
+        make_key(rec.sender, rec.receiver);
+        open[key].calls.push_back(rec.ts_ns);
+        break;
+      case Kind::kReturn: {
+        ++s.returns;
+        ++e.returns;
+        make_key(rec.receiver, rec.sender);
+        auto it = open.find(key);
+        if (it == open.end()) {
+          ++s.returns_without_call;
+          break;
+        }
+        TimeNs latency = rec.ts_ns - it->second.calls.front();
+        it->second.calls.pop_front();
+        if (it->second.calls.empty()) open.erase(it);
+        EdgeStats& ce = edges[(static_cast<uint64_t>(rec.receiver) << 32) | rec.sender];
+        ++ce.matched;
+        ce.latency_sum_s += NsToSeconds(latency);
+        nodes[rec.sender].busy_s += NsToSeconds(latency);
+        break;
+      }
+      case Kind::kMessage:
+        ++s.free_messages;
+        ++e.messages;
+        break;
+    }
+  }
+  progress.Finish();
+  if (!reader.status().ok()) return reader.status();
+  for (const auto& [k, o] : open) s.calls_without_return += o.calls.size();
+  s.meta = reader.meta();
+  s.bad_lines_skipped = reader.bad_lines_skipped();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    s.nodes[std::string(reader.nodes().Name(static_cast<NodeId>(i)))] = nodes[i];
+  }
+  for (const auto& [k, e] : edges) {
+    s.edges[{std::string(reader.nodes().Name(static_cast<NodeId>(k >> 32))),
+             std::string(reader.nodes().Name(static_cast<NodeId>(k & 0xffffffffu)))}] = e;
+  }
+  return s;
+}
+
+std::string StatsToText(const TraceStats& s) {
+  std::ostringstream out;
+  char buf[512];
+  out << s.path << "\n";
+  for (const auto& m : s.meta) out << "  #meta " << m << "\n";
+  std::snprintf(buf, sizeof buf,
+                "  messages   %llu (%llu CALL, %llu RET, %llu MSG)\n"
+                "  time       %s to %s (%.6f s)\n"
+                "  unmatched  %llu calls without a return, %llu returns without a call\n"
+                "  parallelism %.2f calls in progress on average\n",
+                static_cast<unsigned long long>(s.messages),
+                static_cast<unsigned long long>(s.calls),
+                static_cast<unsigned long long>(s.returns),
+                static_cast<unsigned long long>(s.free_messages),
+                FormatTimestamp(s.first_ts).c_str(), FormatTimestamp(s.last_ts).c_str(),
+                s.duration_s(), static_cast<unsigned long long>(s.calls_without_return),
+                static_cast<unsigned long long>(s.returns_without_call),
+                s.mean_outstanding_calls());
+  out << buf;
+  if (s.bad_lines_skipped) out << "  skipped    " << s.bad_lines_skipped << " malformed lines\n";
+  out << "\nnodes (" << s.nodes.size() << "): sent, received, calls in progress on average\n";
+  for (const auto& [name, n] : s.nodes) {
+    std::snprintf(buf, sizeof buf, "  %-24s %10llu %10llu %8.2f\n", name.c_str(),
+                  static_cast<unsigned long long>(n.sent),
+                  static_cast<unsigned long long>(n.received),
+                  s.duration_s() > 0 ? n.busy_s / s.duration_s() : 0.0);
+    out << buf;
+  }
+  out << "\nedges (" << s.edges.size() << "): CALL, RET, MSG, mean call latency\n";
+  for (const auto& [k, e] : s.edges) {
+    std::string label = k.first + " -> " + k.second;
+    std::snprintf(buf, sizeof buf, "  %-36s %9llu %9llu %9llu", label.c_str(),
+                  static_cast<unsigned long long>(e.calls),
+                  static_cast<unsigned long long>(e.returns),
+                  static_cast<unsigned long long>(e.messages));
+    out << buf;
+    if (e.matched) {
+      std::snprintf(buf, sizeof buf, "  %.3f ms", 1e3 * e.latency_sum_s / static_cast<double>(e.matched));
+      out << buf;
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string StatsToJson(const TraceStats& s) {
+  nlohmann::ordered_json j;
+  j["tool"] = "bbprof stats";
+  j["path"] = s.path;
+  j["messages"] = s.messages;
+  j["calls"] = s.calls;
+  j["returns"] = s.returns;
+  j["free_messages"] = s.free_messages;
+  j["calls_without_return"] = s.calls_without_return;
+  j["returns_without_call"] = s.returns_without_call;
+  j["first_ts"] = FormatTimestamp(s.first_ts);
+  j["last_ts"] = FormatTimestamp(s.last_ts);
+  j["duration_s"] = s.duration_s();
+  j["mean_outstanding_calls"] = s.mean_outstanding_calls();
+  j["meta"] = s.meta;
+  j["nodes"] = nlohmann::ordered_json::array();
+  for (const auto& [name, n] : s.nodes) {
+    j["nodes"].push_back({{"node", name}, {"sent", n.sent}, {"received", n.received},
+                          {"mean_outstanding_calls", s.duration_s() > 0 ? n.busy_s / s.duration_s() : 0.0}});
+  }
+  j["edges"] = nlohmann::ordered_json::array();
+  for (const auto& [k, e] : s.edges) {
+    nlohmann::ordered_json ej = {{"from", k.first}, {"to", k.second}, {"calls", e.calls},
+                                 {"returns", e.returns}, {"messages", e.messages}};
+    if (e.matched) ej["mean_call_latency_s"] = e.latency_sum_s / static_cast<double>(e.matched);
+    j["edges"].push_back(ej);
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace bbprof::trace
