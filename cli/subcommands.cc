@@ -1,6 +1,11 @@
 // The subcommand table. To add one: write cli/NAME_command.{h,cc} exporting
 // `extern const Subcommand kNameCommand;`, include it here and add a row.
 #include "cli/convert_command.h"
+#include "cli/eval_command.h"
+#include "cli/nest_command.h"
+#include "cli/convolve_command.h"
+#include "cli/maketrace_command.h"
+#include "cli/render_command.h"
 #include "cli/subcommand.h"
 
 namespace bbprof::cli {
@@ -8,6 +13,11 @@ namespace bbprof::cli {
 std::span<const Subcommand> AllSubcommands() {
   static const Subcommand kTable[] = {
       kConvertCommand,
+      kNestCommand,
+      kEvalCommand,
+      kConvolveCommand,
+      kMaketraceCommand,
+      kRenderCommand,
   };
   return kTable;
 }

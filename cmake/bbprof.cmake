@@ -2,7 +2,7 @@
 add_library(bbprof_options INTERFACE)
 target_compile_options(bbprof_options INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
-  -Wunused -Woverloaded-virtual -Wnull-dereference -Wimplicit-fallthrough
+  -Wunused -Woverloaded-virtual -Wimplicit-fallthrough
   $<$<BOOL:${BBPROF_WERROR}>:-Werror>)
 target_include_directories(bbprof_options INTERFACE ${PROJECT_SOURCE_DIR})
 if(BBPROF_SANITIZE)

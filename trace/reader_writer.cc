@@ -1,4 +1,9 @@
-// Dispatch from a path to the right reader or writer.
+// Dispatch from a path to the right reader or writer. The input's form is
+// told by its first bytes after decompression (a gzip-compressed binary trace
+// is a binary trace), never by its name.
+#include <cstring>
+
+#include "trace/binary_format.h"
 #include "trace/byte_stream.h"
 #include "trace/reader.h"
 #include "trace/text_format.h"
@@ -11,6 +16,42 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.substr(s.size() - suffix.size()) == suffix;
 }
+
+// Replays the bytes already read to sniff the form, then reads on.
+class PeekedInput final : public InputStream {
+ public:
+  explicit PeekedInput(std::unique_ptr<InputStream> in) : in_(std::move(in)) {}
+
+  // Reads up to kPeek bytes (fewer only at the end of the input).
+  Result<std::string_view> Peek() {
+    while (len_ < kPeek) {
+      Result<size_t> n = in_->Read(head_ + len_, kPeek - len_);
+      if (!n.ok()) return n.status();
+      if (*n == 0) break;
+      len_ += *n;
+    }
+    return std::string_view(head_, len_);
+  }
+
+  Result<size_t> Read(char* buf, size_t size) override {
+    if (pos_ < len_) {
+      size_t n = std::min(size, len_ - pos_);
+      std::memcpy(buf, head_ + pos_, n);
+      pos_ += n;
+      return n;
+    }
+    return in_->Read(buf, size);
+  }
+  uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+
+ private:
+  static constexpr size_t kPeek = 8;
+  std::unique_ptr<InputStream> in_;
+  char head_[kPeek] = {};
+  size_t len_ = 0;
+  size_t pos_ = 0;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<TraceReader>> OpenTraceReader(
@@ -20,7 +61,14 @@ Result<std::unique_ptr<TraceReader>> OpenTraceReader(
   Result<std::unique_ptr<InputStream>> in = OpenInputStream(path);
   if (!in.ok()) return in.status();
   std::string name = path == "-" ? "standard input" : path;
-  return NewTextReader(std::move(*in), std::move(name), std::move(nodes),
+  auto peeked = std::make_unique<PeekedInput>(std::move(*in));
+  Result<std::string_view> head = peeked->Peek();
+  if (!head.ok()) return head.status();
+  if (LooksBinary(*head)) {
+    return NewBinaryReader(std::move(peeked), std::move(name), std::move(nodes),
+                           options);
+  }
+  return NewTextReader(std::move(peeked), std::move(name), std::move(nodes),
                        options);
 }
 
@@ -47,7 +95,9 @@ Result<std::unique_ptr<TraceWriter>> OpenTraceWriter(const std::string& path,
                                                      TraceFormat format) {
   Result<std::unique_ptr<OutputStream>> out = OpenOutputStream(path);
   if (!out.ok()) return out.status();
-  (void)format;
+  if (format == TraceFormat::kBinary) {
+    return NewBinaryWriter(std::move(*out), nodes);
+  }
   return NewTextWriter(std::move(*out), nodes);
 }
 

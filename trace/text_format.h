@@ -16,6 +16,9 @@ inline constexpr std::string_view kTextHeader = "#bbprof-trace 1";
 // Lines are bounded so that a file without newlines (binary garbage) cannot
 // make a reader grow its buffer without limit.
 inline constexpr size_t kMaxLineBytes = 64 * 1024;
+// Said by every reader that meets a decreasing timestamp.
+inline constexpr const char* kSortHint =
+    "a trace must be in time order; sort it with 'bbprof merge --sort'";
 
 // Reads the header lines eagerly (so meta() is complete for them) and returns
 // the first error if the file is malformed before its first record.

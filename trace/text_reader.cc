@@ -118,8 +118,7 @@ class TextReader final : public TraceReader {
           status_ = Status::Error(
               Where() + "timestamp " + FormatTimestamp(rec.ts_ns) +
               " is earlier than the previous message's " +
-              FormatTimestamp(last_ts_) +
-              " (a trace must be in time order; sort it with 'bbprof merge')");
+              FormatTimestamp(last_ts_) + " (" + kSortHint + ")");
           return false;
         }
         last_ts_ = std::max(last_ts_, rec.ts_ns);

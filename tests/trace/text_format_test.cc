@@ -175,7 +175,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"2.0\tCALL\ta\tb\tc\n1.5\tRET\tb\ta\tc\n",
                 "2: timestamp 1.500000000 is earlier than the previous "
                 "message's 2.000000000 (a trace must be in time order; sort "
-                "it with 'bbprof merge')"},
+                "it with 'bbprof merge --sort')"},
         BadCase{"#bbprof-trace 2\n",
                 "1: unsupported trace version '2' (this bbprof reads version "
                 "1)"}));

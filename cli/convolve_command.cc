@@ -1,0 +1,110 @@
+// bbprof convolve TRACE: the convolution algorithm of section 5.2 on any
+// trace (CALL, RET and MSG all count as messages).
+#include "cli/convolve_command.h"
+
+#include <cmath>
+#include <iostream>
+
+#include "base/atomic_file.h"
+#include "cli/command_line.h"
+#include "convolution/path_graph.h"
+#include "trace/reader.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::cli {
+
+namespace {
+
+int Run(std::span<const std::string> args) {
+  CommandLine cl(
+      "convolve", "TRACE [--quantum S] [--root NODE]... [--json FILE]",
+      "Finds causal paths in message traffic by cross-correlating, for every\n"
+      "node j, the messages it receives on a path with everything it sends\n"
+      "(Aguilera et al., SOSP 2003, section 5.2). Calls, returns and "
+      "free-form\n"
+      "messages are all treated as messages. Prints the paths with the delay\n"
+      "of every hop; --json writes the result document.");
+  cl.options().add_options()("quantum",
+                             po::value<std::string>()->default_value("0.001"),
+                             "time quantum mu in seconds (section 5.2.1)")(
+      "root", po::value<std::vector<std::string>>(),
+      "start paths at NODE (repeatable; default: nodes that receive nothing, "
+      "or every sender if all nodes receive)")(
+      "max-delay", po::value<std::string>(),
+      "largest causal delay looked for, in seconds (default: 1000 quanta)")(
+      "spike-sigma", po::value<double>()->default_value(4.0),
+      "N: a spike is at least N standard deviations above the mean")(
+      "valley-sigma", po::value<double>()->default_value(3.0),
+      "S: spikes are separated by a point below S standard deviations")(
+      "tolerance", po::value<std::string>(),
+      "v: a message matches a delay within +-v seconds (default: one quantum)")(
+      "min-count", po::value<uint64_t>()->default_value(5),
+      "drop path edges carrying fewer messages")(
+      "max-depth", po::value<int>()->default_value(10),
+      "longest path, in hops from the root")(
+      "json", po::value<std::string>(),
+      "write the result JSON to FILE ('-': stdout)");
+  cl.AddPositional("TRACE", "input trace ('-' for standard input)", 1, 1);
+  if (auto rc = cl.Parse(args)) return *rc;
+
+  convolution::Params p;
+  auto seconds = [&](const char* flag, trace::TimeNs* out) -> bool {
+    if (!cl.Has(flag)) return true;
+    const std::string text = cl.Get<std::string>(flag);
+    return trace::ParseSecondsFlag(text, out);
+  };
+  if (!seconds("quantum", &p.quantum_ns) || p.quantum_ns <= 0) {
+    return cl.UsageError("--quantum must be a positive number of seconds");
+  }
+  if (cl.Has("max-delay") &&
+      (!seconds("max-delay", &p.max_delay_ns) || p.max_delay_ns <= 0)) {
+    return cl.UsageError("--max-delay must be a positive number of seconds");
+  }
+  if (cl.Has("tolerance") &&
+      (!seconds("tolerance", &p.tolerance_ns) || p.tolerance_ns < 0)) {
+    return cl.UsageError(
+        "--tolerance must be a non-negative number of seconds");
+  }
+  p.spikes.spike_sigma = cl.Get<double>("spike-sigma");
+  p.spikes.valley_sigma = cl.Get<double>("valley-sigma");
+  p.min_count = cl.Get<uint64_t>("min-count");
+  p.max_depth = cl.Get<int>("max-depth");
+  if (cl.Has("root")) p.roots = cl.Get<std::vector<std::string>>("root");
+  if (Status s = convolution::ResolveParams(p); !s.ok())
+    return cl.UsageError(s.message());
+
+  const std::string& path = cl.Positional("TRACE")[0];
+  auto reader = trace::OpenTraceReader(path);
+  if (!reader.ok()) return cl.Fail(reader.status());
+  auto msgs = convolution::LoadMessages(**reader);
+  if (!msgs.ok()) return cl.Fail(msgs.status());
+  auto graph = convolution::FindPaths(*msgs, p);
+  if (!graph.ok()) return cl.Fail(graph.status());
+
+  const std::string text = convolution::ResultText(*msgs, *graph);
+  const bool json_to_stdout =
+      cl.Has("json") && cl.Get<std::string>("json") == "-";
+  if (cl.Has("json")) {
+    const std::string doc = convolution::ResultJson(*msgs, p, *graph, path);
+    if (json_to_stdout) {
+      std::cout << doc;
+    } else if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), doc);
+               !s.ok()) {
+      return cl.Fail(s);
+    }
+  }
+  if (!json_to_stdout && !cl.quiet()) std::cout << text;
+  Inform(cl, std::to_string(graph->paths.size()) + " paths, " +
+                 std::to_string(graph->correlations) + " correlations (" +
+                 std::to_string(graph->sparse_correlations) + " direct, " +
+                 std::to_string(graph->fft_correlations) + " FFT)");
+  return kExitOk;
+}
+
+}  // namespace
+
+const Subcommand kConvolveCommand = {
+    "convolve", "find causal paths by cross-correlating message signals (5.2)",
+    Run};
+
+}  // namespace bbprof::cli

@@ -1,0 +1,138 @@
+// bbprof nest TRACE: the nesting algorithm (section 5.1) on an RPC trace;
+// ranked path patterns as text on standard output and/or as result JSON.
+#include "cli/nest_command.h"
+
+#include <iostream>
+
+#include "base/atomic_file.h"
+#include "cli/command_line.h"
+#include "nesting/nesting.h"
+#include "nesting/output.h"
+#include "trace/reader.h"
+#include "trace/timestamp.h"
+#include "viz/render.h"
+
+namespace bbprof::cli {
+
+namespace {
+
+int Run(std::span<const std::string> args) {
+  CommandLine cl(
+      "nest", "TRACE [options]",
+      "Infers the causal path patterns of an RPC-style trace with the nesting "
+      "algorithm\n(Aguilera et al., SOSP 2003, section 5.1): which calls cause "
+      "which, aggregated into\npatterns ranked by frequency or latency, with "
+      "the latency, call delay and own time\nof every node, so the node that "
+      "adds the delay stands out.");
+  nesting::Params defaults;
+  cl.options().add_options()
+      ("json", po::value<std::string>(), "write the result JSON to FILE ('-' = standard output)")
+      ("top", po::value<int>()->default_value(0), "report only the first N patterns (0 = all)")
+      ("sort", po::value<std::string>()->default_value("count"), "rank by count, total-latency or mean-latency")
+      ("min-count", po::value<uint64_t>()->default_value(1), "drop patterns seen fewer than N times")
+      ("penalty-overlap", po::value<double>()->default_value(defaults.penalty_overlap), "overlapping-child penalty exponent x (5.1.1.3)")
+      ("penalty-same", po::value<double>()->default_value(defaults.penalty_same), "same-child penalty exponent y")
+      ("penalty-generic", po::value<double>()->default_value(defaults.penalty_generic), "generic-child penalty exponent z")
+      ("skew-window", po::value<std::string>()->default_value("0"), "tolerate clock skew up to SECONDS between capture points (7.5.6)")
+      ("smooth", po::value<double>()->default_value(defaults.smooth_bins), "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")
+      ("raw-bin-scores", "score nestings by the raw bin value as the paper does, not by delay density")
+      ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
+      ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
+      ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
+      ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR");
+  cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
+  cl.SetEpilog(
+      "Without --json, a text report goes to standard output; with --json -, the\n"
+      "JSON goes there instead.\n\n"
+      "Examples:\n"
+      "  bbprof nest run.trace --top 10\n"
+      "  bbprof nest run.bbt --json result.json --sort total-latency\n"
+      "  bbprof nest merged.trace --skew-window 0.03 --smooth 2\n"
+      "  bbprof nest run.trace --top 5 --svg pictures/");
+  if (auto rc = cl.Parse(args)) return *rc;
+
+  nesting::Params params;
+  params.penalty_overlap = cl.Get<double>("penalty-overlap");
+  params.penalty_same = cl.Get<double>("penalty-same");
+  params.penalty_generic = cl.Get<double>("penalty-generic");
+  params.smooth_bins = cl.Get<double>("smooth");
+  params.bin_base = cl.Get<double>("bin-base");
+  params.raw_bin_scores = cl.Has("raw-bin-scores");
+  if (!trace::ParseSecondsFlag(cl.Get<std::string>("skew-window"),
+                               &params.skew_window) ||
+      params.skew_window < 0) {
+    return cl.UsageError("--skew-window must be a non-negative number of seconds, not '" +
+                         cl.Get<std::string>("skew-window") + "'");
+  }
+  if (params.smooth_bins < 0) return cl.UsageError("--smooth must be >= 0");
+  if (!(params.bin_base > 1.0 && params.bin_base <= 2.0)) {
+    return cl.UsageError("--bin-base must be in (1, 2]");
+  }
+  nesting::SortKey sort_key;
+  const std::string sort = cl.Get<std::string>("sort");
+  if (sort == "count") {
+    sort_key = nesting::SortKey::kCount;
+  } else if (sort == "total-latency") {
+    sort_key = nesting::SortKey::kTotalLatency;
+  } else if (sort == "mean-latency") {
+    sort_key = nesting::SortKey::kMeanLatency;
+  } else {
+    return cl.UsageError("--sort must be count, total-latency or mean-latency, not '" + sort + "'");
+  }
+  int top = cl.Get<int>("top");
+  if (top < 0) return cl.UsageError("--top must be >= 0");
+
+  trace::ReaderOptions ropts;
+  ropts.skip_bad_lines = cl.Has("skip-bad-lines");
+  auto reader = trace::OpenTraceReader(cl.Positional("TRACE")[0], nullptr, ropts);
+  if (!reader.ok()) return cl.Fail(reader.status());
+  auto result = nesting::RunNesting(**reader, params);
+  if (!result.ok()) return cl.Fail(result.status());
+  if ((*reader)->bad_lines_skipped() > 0) {
+    Inform(cl, "skipped " + std::to_string((*reader)->bad_lines_skipped()) +
+                   " malformed lines (first: " + (*reader)->first_bad_line_error() + ")");
+  }
+  if (result->input.messages == 0) {
+    return cl.Fail(result->input.path + ": the trace has no messages");
+  }
+  if (result->input.call_pairs == 0) {
+    return cl.Fail(result->input.path +
+                   ": no CALL has a matching RET, so there is nothing to nest "
+                   "(for free-form MSG traffic use 'bbprof convolve')");
+  }
+
+  auto& pats = result->patterns;
+  nesting::SortPatterns(pats, sort_key);
+  uint64_t min_count = cl.Get<uint64_t>("min-count");
+  std::erase_if(pats, [&](const nesting::Pattern& p) { return p.count < min_count; });
+  if (top > 0 && pats.size() > static_cast<size_t>(top)) pats.resize(static_cast<size_t>(top));
+
+  bool json_to_stdout = cl.Has("json") && cl.Get<std::string>("json") == "-";
+  const nlohmann::ordered_json doc = nesting::ResultToJson(*result);
+  // The pictures are drawn from the same JSON document that --json writes,
+  // so 'bbprof render' on that file gives the same bytes.
+  for (const auto& [flag, format] : {std::pair{"svg", viz::Format::kSvg},
+                                     std::pair{"dot", viz::Format::kDot}}) {
+    if (!cl.Has(flag)) continue;
+    viz::RenderOptions render_opts;
+    render_opts.format = format;
+    Status s = viz::RenderResultToDir(nlohmann::json::parse(doc.dump()), render_opts,
+                                      cl.Get<std::string>(flag));
+    if (!s.ok()) return cl.Fail(s.WithContext(cl.Get<std::string>(flag)));
+  }
+  if (cl.Has("json")) {
+    std::string text = doc.dump(2) + "\n";
+    if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), text); !s.ok()) {
+      return cl.Fail(s);
+    }
+  }
+  if (!json_to_stdout) std::cout << nesting::ResultToText(*result) << std::flush;
+  return kExitOk;
+}
+
+}  // namespace
+
+const Subcommand kNestCommand = {
+    "nest", "infer causal path patterns of RPC traffic (nesting algorithm)", Run};
+
+}  // namespace bbprof::cli

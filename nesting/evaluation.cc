@@ -1,0 +1,222 @@
+#include "nesting/evaluation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "trace/reader.h"
+
+namespace bbprof::nesting {
+
+namespace {
+
+Result<DetailedResult> RunOnce(const std::string& path, const Params& params) {
+  auto reader = trace::OpenTraceReader(path);
+  if (!reader.ok()) return reader.status();
+  return RunNestingDetailed(**reader, params);
+}
+
+// Root of every call under a parent assignment (kNoParent for unmatched).
+std::vector<uint32_t> Roots(const std::vector<CallInfo>& calls) {
+  std::vector<uint32_t> root(calls.size(), kNoParent);
+  // Parents start before their children, and calls are in start order, so
+  // a parent's index is usually smaller; resolve iteratively to be safe
+  // under skew windows where it may not be.
+  for (uint32_t i = 0; i < calls.size(); ++i) {
+    if (!calls[i].matched) continue;
+    uint32_t r = i;
+    int guard = 0;
+    while (calls[r].parent != kNoParent && guard++ < 100000) {
+      if (root[r] != kNoParent) {
+        r = root[r];
+        break;
+      }
+      r = calls[r].parent;
+    }
+    root[i] = r;
+  }
+  return root;
+}
+
+}  // namespace
+
+Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params,
+                            const EvalOptions& options) {
+  Params inferred_params = params;
+  inferred_params.use_pathids = false;
+  Result<DetailedResult> inf = RunOnce(truth_trace, inferred_params);
+  if (!inf.ok()) return inf.status();
+  Params truth_params = params;
+  truth_params.use_pathids = true;
+  Result<DetailedResult> tru = RunOnce(truth_trace, truth_params);
+  if (!tru.ok()) return tru.status();
+  const auto& ic = inf->calls;
+  const auto& tc = tru->calls;
+  if (ic.size() != tc.size()) {
+    return Status::Error(truth_trace + ": internal mismatch between runs");
+  }
+
+  Evaluation e;
+  e.tolerance = options.tolerance;
+  std::vector<uint32_t> iroot = Roots(ic), troot = Roots(tc);
+  // A tree is intact when every call in it has the same parent in both runs.
+  std::vector<char> ibad(ic.size(), 0), tbad(ic.size(), 0);
+  std::vector<uint64_t> isize(ic.size(), 0);
+  for (uint32_t i = 0; i < ic.size(); ++i) {
+    if (!ic[i].matched) continue;
+    e.messages += 2;
+    ++isize[iroot[i]];
+    if (ic[i].parent != tc[i].parent) {
+      ibad[iroot[i]] = 1;
+      tbad[troot[i]] = 1;
+    }
+  }
+  for (uint32_t i = 0; i < ic.size(); ++i) {
+    if (!ic[i].matched) continue;
+    bool iroot_here = ic[i].parent == kNoParent;
+    bool troot_here = tc[i].parent == kNoParent;
+    e.inferred_instances += iroot_here;
+    e.true_instances += troot_here;
+    if (iroot_here && troot_here && !ibad[i] && !tbad[i]) {
+      ++e.correct_instances;
+      e.messages_correct += 2 * isize[i];
+    }
+  }
+  e.instance_fn_rate = e.true_instances
+                           ? 1.0 - static_cast<double>(e.correct_instances) /
+                                       static_cast<double>(e.true_instances)
+                           : 0.0;
+  e.instance_fp_rate = e.inferred_instances
+                           ? 1.0 - static_cast<double>(e.correct_instances) /
+                                       static_cast<double>(e.inferred_instances)
+                           : 0.0;
+  e.message_error_rate =
+      e.messages ? 1.0 - static_cast<double>(e.messages_correct) /
+                             static_cast<double>(e.messages)
+                 : 0.0;
+
+  // Patterns, both lists ranked by count (RunNestingDetailed sorts them).
+  const auto& ip = inf->result.patterns;
+  const auto& tp = tru->result.patterns;
+  std::unordered_map<std::string, const Pattern*> imap, tmap;
+  for (const auto& p : ip) imap[p.signature] = &p;
+  for (const auto& p : tp) tmap[p.signature] = &p;
+  e.true_patterns = tp.size();
+  e.inferred_patterns = ip.size();
+  for (const auto& p : tp) e.pattern_false_negatives += !imap.count(p.signature);
+  for (const auto& p : ip) e.pattern_false_positives += !tmap.count(p.signature);
+
+  // Figure 17: of the true top N patterns, how many are not in the inferred
+  // top N; "tolerant" ignores a miss whose inferred count is within the
+  // tolerance of the N-th inferred pattern's count (a near tie).
+  for (int n = 1; n <= options.max_n && n <= static_cast<int>(tp.size()); ++n) {
+    std::unordered_set<std::string> itop;
+    for (int k = 0; k < n && k < static_cast<int>(ip.size()); ++k) itop.insert(ip[k].signature);
+    double nth = n <= static_cast<int>(ip.size()) ? static_cast<double>(ip[n - 1].count) : 0.0;
+    TopNPoint pt;
+    pt.n = n;
+    for (int k = 0; k < n; ++k) {
+      const std::string& sig = tp[k].signature;
+      if (itop.count(sig)) continue;
+      ++pt.false_negatives;
+      auto it = imap.find(sig);
+      double have = it == imap.end() ? 0.0 : static_cast<double>(it->second->count);
+      if (have < (1.0 - options.tolerance) * nth) ++pt.false_negatives_tolerant;
+      if (n == std::min<int>(10, static_cast<int>(tp.size()))) e.missing_top_patterns.push_back(sig);
+    }
+    e.top_n.push_back(pt);
+  }
+
+  // Latency of correctly found patterns.
+  double wsum = 0, wtot = 0;
+  for (const auto& t : tp) {
+    auto it = imap.find(t.signature);
+    if (it == imap.end()) continue;
+    double tm = t.root.latency.mean_s();
+    if (tm <= 0) continue;
+    double err = std::fabs(it->second->root.latency.mean_s() - tm) / tm;
+    wsum += err * static_cast<double>(t.count);
+    wtot += static_cast<double>(t.count);
+    if (t.count >= options.min_count_for_latency && err > e.latency_error_max) {
+      e.latency_error_max = err;
+      e.latency_error_max_signature = t.signature;
+    }
+  }
+  e.latency_error_weighted = wtot > 0 ? wsum / wtot : 0.0;
+  return e;
+}
+
+nlohmann::ordered_json EvaluationToJson(const Evaluation& e) {
+  nlohmann::ordered_json j;
+  j["tool"] = "bbprof eval";
+  j["patterns"] = {{"true", e.true_patterns},
+                   {"inferred", e.inferred_patterns},
+                   {"false_negatives", e.pattern_false_negatives},
+                   {"false_positives", e.pattern_false_positives}};
+  j["instances"] = {{"true", e.true_instances},
+                    {"inferred", e.inferred_instances},
+                    {"correct", e.correct_instances},
+                    {"false_negative_rate", e.instance_fn_rate},
+                    {"false_positive_rate", e.instance_fp_rate}};
+  j["messages"] = {{"total", e.messages},
+                   {"correct", e.messages_correct},
+                   {"error_rate", e.message_error_rate}};
+  nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+  for (const auto& p : e.top_n) {
+    curve.push_back({{"n", p.n},
+                     {"false_negatives", p.false_negatives},
+                     {"false_negatives_tolerant", p.false_negatives_tolerant},
+                     {"rate", static_cast<double>(p.false_negatives) / p.n},
+                     {"rate_tolerant", static_cast<double>(p.false_negatives_tolerant) / p.n}});
+  }
+  j["top_n"] = {{"tolerance", e.tolerance}, {"curve", curve}};
+  j["latency"] = {{"relative_error_weighted", e.latency_error_weighted},
+                  {"relative_error_max", e.latency_error_max},
+                  {"worst_pattern", e.latency_error_max_signature}};
+  return j;
+}
+
+std::string EvaluationToText(const Evaluation& e) {
+  std::ostringstream out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "path instances: %llu true, %llu inferred, %llu correct: "
+                "false negatives %.2f%%, false positives %.2f%%\n",
+                static_cast<unsigned long long>(e.true_instances),
+                static_cast<unsigned long long>(e.inferred_instances),
+                static_cast<unsigned long long>(e.correct_instances),
+                100 * e.instance_fn_rate, 100 * e.instance_fp_rate);
+  out << buf;
+  std::snprintf(buf, sizeof buf,
+                "path patterns:  %llu true, %llu inferred: %llu false "
+                "negatives, %llu false positives\n",
+                static_cast<unsigned long long>(e.true_patterns),
+                static_cast<unsigned long long>(e.inferred_patterns),
+                static_cast<unsigned long long>(e.pattern_false_negatives),
+                static_cast<unsigned long long>(e.pattern_false_positives));
+  out << buf;
+  std::snprintf(buf, sizeof buf, "messages:       %.2f%% not ascribed to a correct path\n",
+                100 * e.message_error_rate);
+  out << buf;
+  std::snprintf(buf, sizeof buf,
+                "latency:        mean root latency of correct patterns off by "
+                "%.2f%% (weighted), %.2f%% at worst\n",
+                100 * e.latency_error_weighted, 100 * e.latency_error_max);
+  out << buf;
+  out << "top-N false negatives (Figure 17; tolerant = ignoring near ties within "
+      << e.tolerance * 100 << "%):\n";
+  for (const auto& p : e.top_n) {
+    std::snprintf(buf, sizeof buf, "  N=%-3d %2d (%.3f)  tolerant %2d (%.3f)%s\n", p.n,
+                  p.false_negatives, static_cast<double>(p.false_negatives) / p.n,
+                  p.false_negatives_tolerant,
+                  static_cast<double>(p.false_negatives_tolerant) / p.n,
+                  static_cast<double>(p.false_negatives) > 1.0 ? "  > 1/N" : "");
+    out << buf;
+  }
+  return out.str();
+}
+
+}  // namespace bbprof::nesting

@@ -1,0 +1,61 @@
+// Evaluation of nesting results against ground truth, with the metrics of
+// section 7.5.1. As the paper does, the engine runs twice over a maketrace
+// trace: once as a user would run it, and once "cheating" with the pathids
+// (candidate parents must share the child's path instance), which yields
+// the true paths. Both runs see the same calls in the same order, so they
+// can be compared call by call.
+#ifndef BBPROF_NESTING_EVALUATION_H_
+#define BBPROF_NESTING_EVALUATION_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "nesting/nesting.h"
+
+namespace bbprof::nesting {
+
+struct TopNPoint {
+  int n = 0;
+  int false_negatives = 0;            // true top-N patterns missing from the inferred top N
+  int false_negatives_tolerant = 0;   // the same, ignoring near ties (tolerance)
+};
+
+struct Evaluation {
+  // Path patterns (distinct signatures).
+  uint64_t true_patterns = 0, inferred_patterns = 0;
+  uint64_t pattern_false_negatives = 0, pattern_false_positives = 0;
+  // Path instances (root calls with their whole tree).
+  uint64_t true_instances = 0, inferred_instances = 0, correct_instances = 0;
+  double instance_fn_rate = 0, instance_fp_rate = 0;
+  // Messages (two per call pair), ascribed to a correctly inferred instance.
+  uint64_t messages = 0, messages_correct = 0;
+  double message_error_rate = 0;
+  // Figure 17.
+  double tolerance = 0.02;
+  std::vector<TopNPoint> top_n;
+  // Latency of correctly found patterns: relative error of the mean root
+  // latency, weighted by true instance count, and its maximum over the
+  // patterns with at least min_count_for_latency instances.
+  double latency_error_weighted = 0;
+  double latency_error_max = 0;
+  std::string latency_error_max_signature;
+  std::vector<std::string> missing_top_patterns;  // true top-10 not inferred
+};
+
+struct EvalOptions {
+  double tolerance = 0.02;
+  int max_n = 30;
+  uint64_t min_count_for_latency = 10;
+};
+
+Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params,
+                            const EvalOptions& options);
+
+nlohmann::ordered_json EvaluationToJson(const Evaluation& e);
+std::string EvaluationToText(const Evaluation& e);
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_EVALUATION_H_

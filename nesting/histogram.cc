@@ -1,0 +1,69 @@
+#include "nesting/histogram.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bbprof::nesting {
+
+namespace {
+const double kLogStep = std::log(1.01);
+}
+
+int LogHistogram::BinOf(trace::TimeNs value) {
+  if (value <= 0) return 0;
+  return 1 + static_cast<int>(std::log(static_cast<double>(value)) / kLogStep);
+}
+
+double LogHistogram::BinMid(int bin) {
+  if (bin == 0) return 0;
+  return std::exp((bin - 0.5) * kLogStep);
+}
+
+void LogHistogram::Add(trace::TimeNs value) {
+  if (count_ == 0) {
+    min_ = max_ = value;
+  } else {
+    min_ = std::min(min_, value);
+    max_ = std::max(max_, value);
+  }
+  ++count_;
+  sum_ns_ += static_cast<double>(value);
+  ++bins_[BinOf(value)];
+}
+
+double LogHistogram::mean_s() const {
+  return count_ ? sum_ns_ / static_cast<double>(count_) / 1e9 : 0.0;
+}
+
+double LogHistogram::Quantile(double q) const {
+  if (count_ == 0) return 0;
+  if (q <= 0) return trace::NsToSeconds(min_);
+  if (q >= 1) return trace::NsToSeconds(max_);
+  // Nearest-rank quantile on the binned counts, clamped into [min, max] so a
+  // bin's midpoint never lies outside what was observed.
+  auto rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_)));
+  uint64_t seen = 0;
+  for (const auto& [bin, n] : bins_) {
+    seen += n;
+    if (seen >= rank) {
+      double v = BinMid(bin);
+      v = std::clamp(v, static_cast<double>(min_), static_cast<double>(max_));
+      return v / 1e9;
+    }
+  }
+  return trace::NsToSeconds(max_);
+}
+
+Summary LogHistogram::Summarize() const {
+  Summary s;
+  if (count_ == 0) return s;
+  s.mean = mean_s();
+  s.p50 = Quantile(0.5);
+  s.p90 = Quantile(0.9);
+  s.p99 = Quantile(0.99);
+  s.min = trace::NsToSeconds(min_);
+  s.max = trace::NsToSeconds(max_);
+  return s;
+}
+
+}  // namespace bbprof::nesting

@@ -1,0 +1,42 @@
+// LogHistogram: a compact latency distribution with exact count, sum, min and
+// max and log-binned counts for quantiles (1% relative resolution), so that
+// every node of every path pattern can keep its whole distribution (p50, p90,
+// p99) at a few kilobytes, not a list of samples.
+#ifndef BBPROF_NESTING_HISTOGRAM_H_
+#define BBPROF_NESTING_HISTOGRAM_H_
+
+#include <cstdint>
+#include <map>
+
+#include "trace/record.h"
+
+namespace bbprof::nesting {
+
+struct Summary {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0, min = 0, max = 0;  // seconds
+};
+
+class LogHistogram {
+ public:
+  void Add(trace::TimeNs value);
+  uint64_t count() const { return count_; }
+  double mean_s() const;
+  Summary Summarize() const;
+  // Quantile q in [0, 1], in seconds; exact at the extremes, within 1%
+  // elsewhere.
+  double Quantile(double q) const;
+
+ private:
+  // Bin k >= 1 holds values in [1.01^(k-1), 1.01^k) ns; bin 0 holds 0 and
+  // negatives (possible only under a skew window).
+  static int BinOf(trace::TimeNs value);
+  static double BinMid(int bin);
+  std::map<int, uint64_t> bins_;  // sparse: a node's latency spans few bins
+  uint64_t count_ = 0;
+  double sum_ns_ = 0;
+  trace::TimeNs min_ = 0, max_ = 0;
+};
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_HISTOGRAM_H_

@@ -1,0 +1,550 @@
+#include "nesting/nesting.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/progress.h"
+#include "trace/byte_stream.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::nesting {
+
+namespace {
+
+using trace::Kind;
+using trace::NodeId;
+using trace::TimeNs;
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+// Deepest causal chain we follow; a deeper one means a pathological trace
+// and is reported rather than risking the stack.
+constexpr int kMaxDepth = 512;
+
+struct Pair {
+  TimeNs call = 0;
+  TimeNs ret = -1;  // -1 until matched
+  NodeId caller = 0;
+  NodeId callee = 0;
+  uint32_t cand_begin = 0;
+  uint32_t cand_end = 0;
+  uint32_t parent = kNone;
+  uint32_t first_child = kNone;
+  uint32_t next_sibling = kNone;
+  uint64_t pathid = 0;  // hash of the ground-truth pathid (evaluation only)
+};
+
+// Scoreboard bins (5.1.1.2): histograms indexed by log_base(delta). The
+// paper's 340 bins cover 1 ms to 2 hours; LAN RPCs take microseconds, so our
+// range starts at 1 us (delays below it share the first bin) and, because a
+// skew window admits parents that start after their child, negative delays
+// get a mirrored range.
+class BinScale {
+ public:
+  explicit BinScale(double base)
+      : base_(base), inv_log_base_(1.0 / std::log(base)) {
+    constexpr double kMinNs = 1e3;              // 1 us
+    constexpr double kMaxNs = 2.0 * 3600 * 1e9;  // 2 hours
+    positive_bins_ = 1 + static_cast<int>(std::ceil(std::log(kMaxNs / kMinNs) *
+                                                    inv_log_base_));
+  }
+  int size() const { return 2 * positive_bins_ + 1; }
+  // Width of a bin in nanoseconds (the first bin spans -1 us to 1 us).
+  double Width(int bin) const {
+    int k = bin >= positive_bins_ ? bin - positive_bins_ : positive_bins_ - bin;
+    if (k == 0) return 2e3;
+    double lo = 1e3 * std::exp((k - 1) / inv_log_base_);
+    return lo * (std::exp(1.0 / inv_log_base_) - 1.0);
+  }
+  int Bin(TimeNs delta) const {
+    TimeNs mag = delta < 0 ? -delta : delta;
+    int k;
+    if (mag < 1000) {
+      k = 0;
+    } else {
+      k = 1 + static_cast<int>(std::log(static_cast<double>(mag) / 1e3) *
+                               inv_log_base_);
+      k = std::min(k, positive_bins_);
+    }
+    return delta < 0 ? positive_bins_ - k : positive_bins_ + k;
+  }
+
+ private:
+  double base_;
+  double inv_log_base_;
+  int positive_bins_;
+};
+
+struct OpenKey {
+  NodeId caller, callee;
+  std::string callid;
+  bool operator==(const OpenKey& o) const {
+    return caller == o.caller && callee == o.callee && callid == o.callid;
+  }
+};
+struct OpenKeyHash {
+  size_t operator()(const OpenKey& k) const {
+    size_t h = std::hash<std::string_view>()(k.callid);
+    return h ^ (static_cast<size_t>(k.caller) * 0x9E3779B97F4A7C15ULL) ^
+           (static_cast<size_t>(k.callee) * 0xC2B2AE3D27D4EB4FULL);
+  }
+};
+
+class Engine {
+ public:
+  Engine(trace::TraceReader& reader, const Params& params)
+      : reader_(reader), params_(params), scale_(params.bin_base) {}
+
+  Result<NestingResult> Run() {
+    BBPROF_RETURN_IF_ERROR(FindCallPairs());
+    FindCandidates();
+    ScoreNestings();
+    FindNestedPairs();
+    NestingResult result;
+    result.params = params_;
+    BBPROF_RETURN_IF_ERROR(FindCallPaths(&result.patterns));
+    result.input = stats_;
+    return result;
+  }
+
+  void FillDetails(DetailedResult* d) const {
+    d->calls.resize(pairs_.size());
+    for (size_t i = 0; i < pairs_.size(); ++i) {
+      d->calls[i].matched = pairs_[i].ret >= 0;
+      d->calls[i].parent = pairs_[i].parent;
+      d->calls[i].root_pattern = root_pattern_[i];
+    }
+    for (const auto& p : d->result.patterns) d->pattern_signatures.push_back(p.signature);
+  }
+
+ private:
+  // Step 1 (5.1.1.1): match returns to calls by (sender, receiver, callid);
+  // where callids are absent or repeat, each return takes the earliest
+  // unmatched call with the same key (FIFO). Pairs are kept in call order;
+  // ret_order_ records the order in which they returned.
+  Status FindCallPairs() {
+    std::unordered_map<OpenKey, std::deque<uint32_t>, OpenKeyHash> open;
+    Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
+                      false);
+    trace::Record rec;
+    bool first = true;
+    TimeNs first_ts = 0, last_ts = 0;
+    OpenKey key;
+    while (reader_.Next(rec)) {
+      ++stats_.messages;
+      if (first) {
+        first_ts = rec.ts_ns;
+        first = false;
+      }
+      last_ts = rec.ts_ns;
+      progress.Update(reader_.raw_bytes_read());
+      if (rec.kind == Kind::kMessage) {
+        ++stats_.free_messages;
+        continue;
+      }
+      if (pairs_.size() >= kNone - 1) {
+        return Status::Error(reader_.path() +
+                             ": more than 4 billion calls; split the trace");
+      }
+      if (rec.kind == Kind::kCall) {
+        key.caller = rec.sender;
+        key.callee = rec.receiver;
+        key.callid.assign(rec.callid);
+        Pair p;
+        p.call = rec.ts_ns;
+        p.caller = rec.sender;
+        p.callee = rec.receiver;
+        if (params_.use_pathids) {
+          if (rec.pathid.empty()) {
+            return Status::Error(reader_.path() +
+                                 ": a CALL without a pathid; evaluation needs "
+                                 "a trace with ground truth (from maketrace)");
+          }
+          p.pathid = std::hash<std::string_view>()(rec.pathid) | 1;
+        }
+        open[key].push_back(static_cast<uint32_t>(pairs_.size()));
+        pairs_.push_back(p);
+      } else {
+        // A return travels callee -> caller.
+        key.caller = rec.receiver;
+        key.callee = rec.sender;
+        key.callid.assign(rec.callid);
+        auto it = open.find(key);
+        if (it == open.end()) {
+          ++stats_.unmatched_returns;
+          continue;
+        }
+        uint32_t idx = it->second.front();
+        it->second.pop_front();
+        if (it->second.empty()) open.erase(it);
+        pairs_[idx].ret = rec.ts_ns;
+        ret_order_.push_back(idx);
+      }
+    }
+    progress.Finish();
+    if (!reader_.status().ok()) return reader_.status();
+    stats_.path = reader_.path();
+    stats_.call_pairs = ret_order_.size();
+    stats_.unmatched_calls = pairs_.size() - ret_order_.size();
+    stats_.duration_s = trace::NsToSeconds(last_ts - first_ts);
+    stats_.nodes = reader_.nodes().size();
+    names_.reserve(reader_.nodes().size());
+    for (size_t i = 0; i < reader_.nodes().size(); ++i) {
+      names_.emplace_back(reader_.nodes().Name(static_cast<NodeId>(i)));
+    }
+    return Status::Ok();
+  }
+
+  // Step 2 (5.1.1.1): the candidate parents of a call B->C are the calls
+  // into B that started before it and had not returned when it returned.
+  // Only calls that did return can be parents (a call whose return was lost
+  // would otherwise stay "open" forever and become a candidate for every
+  // later call into its node), so this is a sweep over the matched pairs
+  // in time order: a call event adds a pair to its callee's active list, a
+  // return event takes it out and collects the caller's active pairs as
+  // candidates. With a skew window w (7.5.6) a parent may start up to w
+  // after its child and end up to w before it.
+  void FindCandidates() {
+    const size_t n_nodes = names_.size();
+    std::vector<std::vector<uint32_t>> active(n_nodes);
+    // Recently returned pairs per node, kept for the skew window.
+    std::vector<std::deque<uint32_t>> recent(n_nodes);
+    const TimeNs w = params_.skew_window;
+    size_t ci = 0;  // next pair (in call order) to start
+    // With a skew window, a parent that starts after its child (by up to w)
+    // must already be active when the child returns: start calls up to w
+    // ahead of the return being processed.
+    uint64_t total_cands = 0, with_cands = 0;
+    for (uint32_t child : ret_order_) {
+      const Pair& c = pairs_[child];
+      const TimeNs horizon = c.ret + w;
+      for (; ci < pairs_.size() && pairs_[ci].call <= horizon; ++ci) {
+        if (pairs_[ci].ret >= 0) active[pairs_[ci].callee].push_back(ci);
+      }
+      // The child itself leaves its callee's active list.
+      auto& own = active[c.callee];
+      auto pos = std::find(own.begin(), own.end(), child);
+      if (pos != own.end()) own.erase(pos);
+      if (w > 0) {
+        auto& rq = recent[c.callee];
+        while (!rq.empty() && pairs_[rq.front()].ret < c.ret - w) rq.pop_front();
+        rq.push_back(child);
+      }
+      Pair& cm = pairs_[child];
+      cm.cand_begin = static_cast<uint32_t>(cands_.size());
+      auto consider = [&](uint32_t p) {
+        const Pair& pp = pairs_[p];
+        if (p == child) return;
+        if (params_.use_pathids && pp.pathid != c.pathid) return;
+        bool starts_before = pp.call < c.call || (pp.call == c.call && p < child);
+        if (!starts_before && !(w > 0 && pp.call <= c.call + w)) return;
+        // Without skew, an active parent has not returned yet by
+        // construction; with skew it may have returned up to w before.
+        if (pp.ret < c.ret - w) return;
+        cands_.push_back(p);
+      };
+      for (uint32_t p : active[c.caller]) consider(p);
+      if (w > 0) {
+        auto& rq = recent[c.caller];
+        while (!rq.empty() && pairs_[rq.front()].ret < c.ret - w) rq.pop_front();
+        for (uint32_t p : rq) consider(p);
+        // Keep candidates in call order so ties go to the earliest parent.
+        std::sort(cands_.begin() + cm.cand_begin, cands_.end());
+      }
+      cm.cand_end = static_cast<uint32_t>(cands_.size());
+      if (cm.cand_end > cm.cand_begin) {
+        ++with_cands;
+        total_cands += cm.cand_end - cm.cand_begin;
+      }
+    }
+    stats_.mean_parallelism =
+        with_cands ? static_cast<double>(total_cands) / with_cands : 0.0;
+  }
+
+  uint64_t TripleKey(NodeId a, NodeId b, NodeId c) const {
+    return (static_cast<uint64_t>(a) << 42) | (static_cast<uint64_t>(b) << 21) |
+           static_cast<uint64_t>(c);
+  }
+
+  std::vector<double>& Board(NodeId a, NodeId b, NodeId c) {
+    auto [it, inserted] =
+        board_index_.try_emplace(TripleKey(a, b, c), boards_.size());
+    if (inserted) boards_.emplace_back(static_cast<size_t>(scale_.size()), 0.0);
+    return boards_[it->second];
+  }
+
+  // Step 3 (5.1.1.2): every candidate nesting (A->B encloses B->C) adds
+  // 1/|candidates| to the (A, B, C) histogram at the bin of the delay
+  // between the two calls. Optionally each histogram is then smoothed with
+  // a Gaussian (7.5.6).
+  void ScoreNestings() {
+    for (uint32_t child : ret_order_) {
+      const Pair& c = pairs_[child];
+      uint32_t n = c.cand_end - c.cand_begin;
+      if (n == 0) continue;
+      double weight = 1.0 / n;
+      for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+        const Pair& p = pairs_[cands_[k]];
+        Board(p.caller, c.caller, c.callee)[scale_.Bin(c.call - p.call)] +=
+            weight;
+      }
+    }
+    stats_.scoreboards = boards_.size();
+    // Scores are densities: a bin's weight divided by its width. With log
+    // bins a wide bin at a long delay collects the accidental nestings of a
+    // whole stretch of time, while the true, short delay is spread over
+    // narrow bins; compared raw, the accidental bin wins as soon as a node
+    // has more than a few calls in flight. Per unit of delay the comparison
+    // is fair at every scale.
+    inv_width_.resize(static_cast<size_t>(scale_.size()));
+    for (int b = 0; b < scale_.size(); ++b) inv_width_[b] = 1.0 / scale_.Width(b);
+    if (params_.smooth_bins > 0) {
+      const double sd = params_.smooth_bins;
+      const int radius = static_cast<int>(std::ceil(3 * sd));
+      std::vector<double> kernel(2 * radius + 1);
+      for (int i = -radius; i <= radius; ++i) {
+        kernel[i + radius] = std::exp(-0.5 * (i / sd) * (i / sd));
+      }
+      std::vector<double> out;
+      for (auto& h : boards_) {
+        out.assign(h.size(), 0.0);
+        const int size = static_cast<int>(h.size());
+        for (int b = 0; b < size; ++b) {
+          if (h[b] == 0) continue;
+          for (int i = -radius; i <= radius; ++i) {
+            int t = b + i;
+            if (t >= 0 && t < size) out[t] += h[b] * kernel[i + radius];
+          }
+        }
+        h.swap(out);
+      }
+    }
+  }
+
+  // Step 4 (5.1.1.3): each call takes the candidate with the highest score:
+  // the scoreboard value at its delay, times the overlapping-child,
+  // same-child and generic-child penalties, where c children already
+  // assigned to that parent count as (1 + c)^-exponent. (The paper writes
+  // c^-x; with c = 0 meaning "no penalty", the first overlapping sibling
+  // would not be penalised at all, which is not what the penalty is for.)
+  // Calls are assigned in the order they were made, so "already assigned"
+  // means "earlier siblings". Ties go to the earliest parent.
+  void FindNestedPairs() {
+    const bool any_penalty = params_.penalty_overlap != 0 ||
+                             params_.penalty_same != 0 ||
+                             params_.penalty_generic != 0;
+    for (uint32_t child = 0; child < pairs_.size(); ++child) {
+      Pair& c = pairs_[child];
+      if (c.cand_end == c.cand_begin) continue;
+      double best = -1;
+      uint32_t best_parent = kNone;
+      for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+        uint32_t pi = cands_[k];
+        const Pair& p = pairs_[pi];
+        const int bin = scale_.Bin(c.call - p.call);
+        double score =
+            boards_[board_index_.at(TripleKey(p.caller, c.caller, c.callee))]
+                   [bin] * (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
+        if (any_penalty) {
+          int overlap = 0, same = 0, any = 0;
+          for (uint32_t s = p.first_child; s != kNone;
+               s = pairs_[s].next_sibling) {
+            const Pair& sib = pairs_[s];
+            ++any;
+            if (sib.callee == c.callee) ++same;
+            if (sib.call < c.ret && c.call < sib.ret) ++overlap;
+          }
+          if (overlap) score *= std::pow(1.0 + overlap, -params_.penalty_overlap);
+          if (same) score *= std::pow(1.0 + same, -params_.penalty_same);
+          if (any) score *= std::pow(1.0 + any, -params_.penalty_generic);
+        }
+        if (score > best ||
+            (score == best && p.call < pairs_[best_parent].call)) {
+          best = score;
+          best_parent = pi;
+        }
+      }
+      c.parent = best_parent;
+      // Prepend; children are put back in call order when paths are built.
+      c.next_sibling = pairs_[best_parent].first_child;
+      pairs_[best_parent].first_child = child;
+    }
+  }
+
+  // An instance tree node during path building.
+  struct InstNode {
+    uint32_t pair;
+    std::string key;  // canonical shape key of the subtree
+    std::vector<InstNode> children;
+  };
+
+  Status BuildInstance(uint32_t idx, int depth, InstNode* out) {
+    if (depth > kMaxDepth) {
+      return Status::Error(stats_.path + ": causal chain deeper than " +
+                           std::to_string(kMaxDepth) +
+                           " calls; is this an RPC trace?");
+    }
+    out->pair = idx;
+    const Pair& p = pairs_[idx];
+    for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
+      out->children.emplace_back();
+      BBPROF_RETURN_IF_ERROR(BuildInstance(s, depth + 1, &out->children.back()));
+    }
+    // Canonical order: by shape key, then by call time, so that two
+    // instances of one pattern line up child for child.
+    std::sort(out->children.begin(), out->children.end(),
+              [&](const InstNode& a, const InstNode& b) {
+                if (a.key != b.key) return a.key < b.key;
+                return pairs_[a.pair].call < pairs_[b.pair].call;
+              });
+    out->key = names_[p.callee];
+    if (!out->children.empty()) {
+      out->key += '(';
+      for (size_t i = 0; i < out->children.size(); ++i) {
+        if (i) out->key += ',';
+        out->key += out->children[i].key;
+      }
+      out->key += ')';
+    }
+    return Status::Ok();
+  }
+
+  void Accumulate(const InstNode& inst, TimeNs parent_call, PatternNode* node) {
+    const Pair& p = pairs_[inst.pair];
+    if (node->node.empty()) {
+      node->node = names_[p.callee];
+      node->children.resize(inst.children.size());
+    }
+    node->latency.Add(p.ret - p.call);
+    node->call_delay.Add(p.call - parent_call);
+    for (size_t i = 0; i < inst.children.size(); ++i) {
+      Accumulate(inst.children[i], p.call, &node->children[i]);
+    }
+  }
+
+  // Step 5 (5.1.1.4): a tree from every call without candidate parents,
+  // aggregated with every other tree of the same shape.
+  Status FindCallPaths(std::vector<Pattern>* patterns) {
+    std::unordered_map<std::string, size_t> index;
+    root_pattern_.assign(pairs_.size(), kNone);
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      const Pair& p = pairs_[i];
+      if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
+      InstNode inst;
+      BBPROF_RETURN_IF_ERROR(BuildInstance(i, 0, &inst));
+      std::string sig = names_[p.caller] + "->" + inst.key;
+      auto [it, inserted] = index.try_emplace(sig, patterns->size());
+      if (inserted) {
+        patterns->emplace_back();
+        patterns->back().caller = names_[p.caller];
+      }
+      Pattern& pat = (*patterns)[it->second];
+      root_pattern_[i] = static_cast<uint32_t>(it->second);
+      ++pat.count;
+      pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
+      Accumulate(inst, p.call, &pat.root);
+    }
+    for (Pattern& pat : *patterns) {
+      OrderForDisplay(&pat.root);
+      pat.signature = pat.caller + "->" + DisplaySignature(pat.root);
+    }
+    return Status::Ok();
+  }
+
+  // Spec order: children by ascending mean call delay, ties by name.
+  static void OrderForDisplay(PatternNode* n) {
+    for (auto& c : n->children) OrderForDisplay(&c);
+    std::stable_sort(n->children.begin(), n->children.end(),
+                     [](const PatternNode& a, const PatternNode& b) {
+                       double da = a.call_delay.mean_s(), db = b.call_delay.mean_s();
+                       if (da != db) return da < db;
+                       return a.node < b.node;
+                     });
+  }
+
+  static std::string DisplaySignature(const PatternNode& n) {
+    std::string s = n.node;
+    if (!n.children.empty()) {
+      s += '(';
+      for (size_t i = 0; i < n.children.size(); ++i) {
+        if (i) s += ',';
+        s += DisplaySignature(n.children[i]);
+      }
+      s += ')';
+    }
+    return s;
+  }
+
+  trace::TraceReader& reader_;
+  Params params_;
+  BinScale scale_;
+  InputStats stats_;
+  std::vector<std::string> names_;
+  std::vector<Pair> pairs_;
+  std::vector<uint32_t> ret_order_;
+  std::vector<uint32_t> cands_;
+  std::vector<uint32_t> root_pattern_;
+  std::unordered_map<uint64_t, size_t> board_index_;
+  std::vector<std::vector<double>> boards_;
+  std::vector<double> inv_width_;
+};
+
+}  // namespace
+
+void SortPatterns(std::vector<Pattern>& patterns, SortKey key) {
+  auto mean = [](const Pattern& p) {
+    return p.count ? p.total_latency_s / static_cast<double>(p.count) : 0.0;
+  };
+  std::sort(patterns.begin(), patterns.end(),
+            [&](const Pattern& a, const Pattern& b) {
+              switch (key) {
+                case SortKey::kCount:
+                  if (a.count != b.count) return a.count > b.count;
+                  if (a.total_latency_s != b.total_latency_s)
+                    return a.total_latency_s > b.total_latency_s;
+                  break;
+                case SortKey::kTotalLatency:
+                  if (a.total_latency_s != b.total_latency_s)
+                    return a.total_latency_s > b.total_latency_s;
+                  if (a.count != b.count) return a.count > b.count;
+                  break;
+                case SortKey::kMeanLatency:
+                  if (mean(a) != mean(b)) return mean(a) > mean(b);
+                  if (a.count != b.count) return a.count > b.count;
+                  break;
+              }
+              return a.signature < b.signature;
+            });
+}
+
+Result<NestingResult> RunNesting(trace::TraceReader& reader,
+                                 const Params& params) {
+  if (!(params.bin_base > 1.0) || params.bin_base > 2.0) {
+    return Status::Error("bin base must be in (1, 2]");
+  }
+  Engine engine(reader, params);
+  Result<NestingResult> r = engine.Run();
+  if (r.ok()) SortPatterns(r->patterns, SortKey::kCount);
+  return r;
+}
+
+Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
+                                          const Params& params) {
+  if (!(params.bin_base > 1.0) || params.bin_base > 2.0) {
+    return Status::Error("bin base must be in (1, 2]");
+  }
+  Engine engine(reader, params);
+  Result<NestingResult> r = engine.Run();
+  if (!r.ok()) return r.status();
+  DetailedResult d;
+  d.result = std::move(*r);
+  engine.FillDetails(&d);  // indexes patterns in discovery order
+  SortPatterns(d.result.patterns, SortKey::kCount);
+  return d;
+}
+
+}  // namespace bbprof::nesting

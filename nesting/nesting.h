@@ -1,0 +1,114 @@
+// The nesting algorithm of section 5.1 (pseudo-code in Figure 4): from a
+// trace of RPC calls and returns, infer which call caused which, and
+// aggregate the resulting causal call trees into path patterns with the
+// latency and call delay distribution of every node.
+//
+// Pipeline, one function per step of the paper:
+//   1. FindCallPairs   (5.1.1.1) match each RET to its CALL.
+//   2. FindCandidates  (5.1.1.1) the calls into B that enclose a call B->C.
+//   3. ScoreNestings   (5.1.1.2) log-binned scoreboards per (A, B, C).
+//   4. FindNestedPairs (5.1.1.3) one parent per call, with penalties.
+//   5. FindCallPaths   (5.1.1.4) trees from root calls, aggregated by shape.
+// Time and space are O(messages x mean per-node parallelism) (5.1.2).
+#ifndef BBPROF_NESTING_NESTING_H_
+#define BBPROF_NESTING_NESTING_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "nesting/histogram.h"
+#include "trace/reader.h"
+
+namespace bbprof::nesting {
+
+struct Params {
+  // Exponents of the overlapping-, same- and generic-child penalties
+  // (5.1.1.3); x = 2, y = z = 0 is what the paper found best overall.
+  double penalty_overlap = 2.0;
+  double penalty_same = 0.0;
+  double penalty_generic = 0.0;
+  // A parent may start up to this much after its child and end up to this
+  // much before it (section 7.5.6), to tolerate clock skew between capture
+  // points.
+  trace::TimeNs skew_window = 0;
+  // Standard deviation, in bins, of the Gaussian the scoreboards are
+  // smoothed with (0 = off). Smoothing helps under skew (7.5.6).
+  double smooth_bins = 0.0;
+  // Log base of the scoreboard bins (the paper: 1.05).
+  double bin_base = 1.05;
+  // Score by the bin's raw value as in the paper, instead of value / bin
+  // width (a delay density, the default; see FindNestedPairs).
+  bool raw_bin_scores = false;
+  // Evaluation only ("cheating" as in section 7.5.1): candidate parents must
+  // carry the child's ground-truth pathid, which yields the true paths.
+  bool use_pathids = false;
+};
+
+struct PatternNode {
+  std::string node;
+  LogHistogram latency;     // call into this node to its return
+  LogHistogram call_delay;  // call into the parent to the call into this node
+  std::vector<PatternNode> children;  // display order: mean call delay, name
+};
+
+struct Pattern {
+  std::string signature;  // per shared/spec/results-json.md
+  std::string caller;
+  PatternNode root;
+  uint64_t count = 0;
+  double total_latency_s = 0;
+};
+
+struct InputStats {
+  std::string path;
+  uint64_t messages = 0;
+  uint64_t free_messages = 0;  // MSG records, ignored by this algorithm
+  uint64_t call_pairs = 0;
+  uint64_t unmatched_calls = 0;
+  uint64_t unmatched_returns = 0;
+  double duration_s = 0;
+  // The paper's per-node parallelism: the mean number of candidate parents
+  // of a call that has any (5.1.2).
+  double mean_parallelism = 0;
+  uint64_t nodes = 0;
+  uint64_t scoreboards = 0;
+};
+
+struct NestingResult {
+  InputStats input;
+  Params params;
+  std::vector<Pattern> patterns;  // by count, descending (see SortPatterns)
+};
+
+enum class SortKey { kCount, kTotalLatency, kMeanLatency };
+// Orders patterns by the key, descending; ties by the other measures, then
+// by signature, so output is deterministic.
+void SortPatterns(std::vector<Pattern>& patterns, SortKey key);
+
+// Runs the whole algorithm over a trace, reading it once.
+Result<NestingResult> RunNesting(trace::TraceReader& reader,
+                                 const Params& params);
+
+// What evaluation needs beyond the patterns: for every call (in trace order
+// of the CALL records) whether it was matched, its parent (kNoParent for a
+// root), its message count share and the signature of the pattern its root
+// instance was counted under.
+inline constexpr uint32_t kNoParent = 0xFFFFFFFFu;
+struct CallInfo {
+  bool matched = false;
+  uint32_t parent = kNoParent;
+  uint32_t root_pattern = kNoParent;  // index into patterns before sorting
+};
+struct DetailedResult {
+  NestingResult result;
+  std::vector<CallInfo> calls;
+  std::vector<std::string> pattern_signatures;  // by root_pattern index
+};
+Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
+                                          const Params& params);
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_NESTING_H_

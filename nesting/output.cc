@@ -1,0 +1,172 @@
+#include "nesting/output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace bbprof::nesting {
+
+namespace {
+
+nlohmann::ordered_json SummaryJson(const LogHistogram& h) {
+  Summary s = h.Summarize();
+  nlohmann::ordered_json j;
+  j["mean"] = s.mean;
+  j["p50"] = s.p50;
+  j["p90"] = s.p90;
+  j["p99"] = s.p99;
+  j["min"] = s.min;
+  j["max"] = s.max;
+  return j;
+}
+
+nlohmann::ordered_json NodeJson(const PatternNode& n, const std::string* caller) {
+  nlohmann::ordered_json j;
+  j["node"] = n.node;
+  if (caller != nullptr) j["caller"] = *caller;
+  j["latency_s"] = SummaryJson(n.latency);
+  j["call_delay_s"] = SummaryJson(n.call_delay);
+  j["own_time_s"] = OwnTimeSeconds(n);
+  j["children"] = nlohmann::ordered_json::array();
+  for (const auto& c : n.children) j["children"].push_back(NodeJson(c, nullptr));
+  return j;
+}
+
+std::string FormatSeconds(double s) {
+  char buf[32];
+  double a = s < 0 ? -s : s;
+  if (a >= 1.0) {
+    std::snprintf(buf, sizeof buf, "%.3f s", s);
+  } else if (a >= 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  }
+  return buf;
+}
+
+void FindCulprit(const PatternNode& n, const PatternNode** best, double* own) {
+  double o = OwnTimeSeconds(n);
+  if (*best == nullptr || o > *own) {
+    *best = &n;
+    *own = o;
+  }
+  for (const auto& c : n.children) FindCulprit(c, best, own);
+}
+
+void TextNode(const PatternNode& n, int depth, std::ostringstream& out) {
+  out << "  " << std::string(static_cast<size_t>(depth) * 4, ' ') << n.node
+      << "  latency " << FormatSeconds(n.latency.mean_s());
+  if (depth > 0) out << "  call delay " << FormatSeconds(n.call_delay.mean_s());
+  out << "  own " << FormatSeconds(OwnTimeSeconds(n)) << "\n";
+  for (const auto& c : n.children) TextNode(c, depth + 1, out);
+}
+
+}  // namespace
+
+double OwnTimeSeconds(const PatternNode& node) {
+  double lat = node.latency.mean_s();
+  std::vector<std::pair<double, double>> iv;
+  for (const auto& c : node.children) {
+    double start = std::max(0.0, c.call_delay.mean_s());
+    double end = std::min(lat, start + c.latency.mean_s());
+    if (end > start) iv.emplace_back(start, end);
+  }
+  std::sort(iv.begin(), iv.end());
+  double covered = 0, cur_s = 0, cur_e = -1;
+  for (const auto& [s, e] : iv) {
+    if (s > cur_e) {
+      if (cur_e > cur_s) covered += cur_e - cur_s;
+      cur_s = s;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  if (cur_e > cur_s) covered += cur_e - cur_s;
+  return std::max(0.0, lat - covered);
+}
+
+nlohmann::ordered_json ResultToJson(const NestingResult& r) {
+  nlohmann::ordered_json j;
+  j["tool"] = "bbprof nest";
+  j["version"] = kVersion;
+  auto& in = j["input"];
+  in["path"] = r.input.path;
+  in["messages"] = r.input.messages;
+  in["call_pairs"] = r.input.call_pairs;
+  in["unmatched_calls"] = r.input.unmatched_calls;
+  in["unmatched_returns"] = r.input.unmatched_returns;
+  in["duration_s"] = r.input.duration_s;
+  in["mean_parallelism"] = r.input.mean_parallelism;
+  in["free_messages"] = r.input.free_messages;
+  in["nodes"] = r.input.nodes;
+  auto& p = j["params"];
+  p["penalty_overlap"] = r.params.penalty_overlap;
+  p["penalty_same"] = r.params.penalty_same;
+  p["penalty_generic"] = r.params.penalty_generic;
+  p["skew_window_s"] = trace::NsToSeconds(r.params.skew_window);
+  p["smoothing"] = r.params.smooth_bins;
+  p["bin_base"] = r.params.bin_base;
+  p["score"] = r.params.raw_bin_scores ? "raw" : "density";
+  j["patterns"] = nlohmann::ordered_json::array();
+  int rank = 0;
+  for (const auto& pat : r.patterns) {
+    nlohmann::ordered_json pj;
+    pj["rank"] = ++rank;
+    pj["signature"] = pat.signature;
+    pj["count"] = pat.count;
+    pj["total_latency_s"] = pat.total_latency_s;
+    pj["root"] = NodeJson(pat.root, &pat.caller);
+    j["patterns"].push_back(std::move(pj));
+  }
+  return j;
+}
+
+std::string ResultToText(const NestingResult& r) {
+  std::ostringstream out;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%s: %llu messages, %llu call pairs (%llu calls and %llu "
+                "returns unmatched), %.3f s, mean parallelism %.2f\n",
+                r.input.path.c_str(),
+                static_cast<unsigned long long>(r.input.messages),
+                static_cast<unsigned long long>(r.input.call_pairs),
+                static_cast<unsigned long long>(r.input.unmatched_calls),
+                static_cast<unsigned long long>(r.input.unmatched_returns),
+                r.input.duration_s, r.input.mean_parallelism);
+  out << buf;
+  if (r.patterns.empty()) {
+    out << "\nno path patterns found (the trace has no matched call/return "
+           "pairs that pass the filters)\n";
+    return out.str();
+  }
+  int rank = 0;
+  for (const auto& pat : r.patterns) {
+    double mean = pat.count ? pat.total_latency_s / static_cast<double>(pat.count) : 0;
+    out << "\n#" << ++rank << "  " << pat.signature << "\n";
+    std::snprintf(buf, sizeof buf,
+                  "  count %llu, total latency %.3f s, mean latency %s\n",
+                  static_cast<unsigned long long>(pat.count),
+                  pat.total_latency_s, FormatSeconds(mean).c_str());
+    out << buf;
+    const PatternNode* culprit = nullptr;
+    double own = 0;
+    FindCulprit(pat.root, &culprit, &own);
+    if (culprit != nullptr && pat.root.latency.mean_s() > 0) {
+      std::snprintf(buf, sizeof buf,
+                    "  most time added by %s: %s (%.0f%% of the path's "
+                    "latency)\n",
+                    culprit->node.c_str(), FormatSeconds(own).c_str(),
+                    100.0 * own / pat.root.latency.mean_s());
+      out << buf;
+    }
+    out << "  " << pat.caller << " ->\n";
+    TextNode(pat.root, 0, out);
+  }
+  return out.str();
+}
+
+}  // namespace bbprof::nesting

@@ -1,0 +1,33 @@
+// Output of a nesting result: the result JSON of shared/spec/results-json.md
+// (the contract that render, eval and user scripts read) and a readable text
+// report with the information of the paper's Figure 8.
+#ifndef BBPROF_NESTING_OUTPUT_H_
+#define BBPROF_NESTING_OUTPUT_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "nesting/nesting.h"
+
+namespace bbprof::nesting {
+
+inline constexpr const char* kVersion = "0.1.0";
+
+// `patterns` already ranked, filtered and cut to --top.
+nlohmann::ordered_json ResultToJson(const NestingResult& result);
+
+// One block per pattern: rank, count, total and mean latency, then the call
+// tree indented, each node with its mean latency, mean call delay and own
+// time (latency not accounted for by its children), and the node that adds
+// the most own time named on top.
+std::string ResultToText(const NestingResult& result);
+
+// Own time of a pattern node, from means: its mean latency minus the time
+// covered by its children, where children are laid on the timeline at their
+// mean call delay for their mean latency and overlapping (parallel) children
+// are counted once (the union of their intervals).
+double OwnTimeSeconds(const PatternNode& node);
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_OUTPUT_H_

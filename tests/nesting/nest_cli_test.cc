@@ -1,0 +1,69 @@
+// End-to-end tests of `bbprof nest` through the binary: output, JSON to a
+// file, and exit codes for bad traces and bad flags.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+
+#include "tests/util/temp_dir.h"
+
+namespace {
+
+using bbprof::testing::ReadFile;
+using bbprof::testing::TempDir;
+
+int RunCli(const std::string& args, std::string* out) {
+  std::string cmd = std::string(BBPROF_BINARY) + " " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
+  int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+const char kTrace[] =
+    "0.000 CALL client WS 1\n0.001 CALL WS DB 2\n0.0035 RET DB WS 2\n0.004 RET WS client 1\n";
+
+TEST(NestCliTest, WritesReportAndJson) {
+  TempDir dir;
+  std::string t = dir.Write("a.trace", kTrace);
+  std::string out;
+  ASSERT_EQ(RunCli("nest " + t + " --json " + dir.File("r.json"), &out), 0) << out;
+  EXPECT_NE(out.find("client->WS(DB)"), std::string::npos) << out;
+  EXPECT_NE(out.find("most time added by DB"), std::string::npos) << out;
+  auto j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
+  EXPECT_EQ(j["patterns"][0]["signature"], "client->WS(DB)");
+}
+
+TEST(NestCliTest, EmptyAndBadTracesFailClearly) {
+  TempDir dir;
+  std::string out;
+  EXPECT_EQ(RunCli("nest " + dir.Write("e.trace", ""), &out), 1);
+  EXPECT_NE(out.find("has no messages"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("nest " + dir.Write("m.trace", "0.0 MSG A B -\n"), &out), 1);
+  EXPECT_NE(out.find("no CALL has a matching RET"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("nest " + dir.Write("b.trace", "0.0 CALLX A B 1\n"), &out), 1);
+  EXPECT_NE(out.find("b.trace:1"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("nest " + dir.File("missing.trace"), &out), 1);
+}
+
+TEST(NestCliTest, BadFlagsAreUsageErrors) {
+  TempDir dir;
+  std::string t = dir.Write("a.trace", kTrace);
+  std::string out;
+  EXPECT_EQ(RunCli("nest " + t + " --top -3", &out), 2);
+  EXPECT_EQ(RunCli("nest " + t + " --sort speed", &out), 2);
+  EXPECT_NE(out.find("--sort"), std::string::npos);
+  EXPECT_EQ(RunCli("nest " + t + " --bin-base 1", &out), 2);
+  EXPECT_EQ(RunCli("nest " + t + " --penalty-overlap abc", &out), 2);
+  EXPECT_EQ(RunCli("nest " + t + " --skew-window x", &out), 2);
+  EXPECT_EQ(RunCli("nest " + t + " --smooth -1", &out), 2);
+  EXPECT_EQ(RunCli("nest " + t + " --bogus", &out), 2);
+}
+
+}  // namespace

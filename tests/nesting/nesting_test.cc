@@ -1,0 +1,287 @@
+#include "nesting/nesting.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "nesting/evaluation.h"
+#include "nesting/output.h"
+#include "tests/util/temp_dir.h"
+#include "trace/reader.h"
+
+namespace bbprof::nesting {
+namespace {
+
+using bbprof::testing::TempDir;
+
+Result<NestingResult> NestText(const std::string& text, Params params = {}) {
+  static TempDir dir;
+  static int n = 0;
+  std::string path = dir.Write("t" + std::to_string(n++) + ".trace", text);
+  auto reader = trace::OpenTraceReader(path);
+  if (!reader.ok()) return reader.status();
+  return RunNesting(**reader, params);
+}
+
+const Pattern* Find(const NestingResult& r, const std::string& sig) {
+  for (const auto& p : r.patterns) {
+    if (p.signature == sig) return &p;
+  }
+  return nullptr;
+}
+
+// Figure 3 (section 5.1.1): A calls B (messages 1 and 11), B calls C (3, 5)
+// and D (7, 9); message numbers are the timestamps.
+TEST(NestingTest, Figure3GivesOnePathABCD) {
+  auto r = NestText(
+      "1 CALL A B 1\n3 CALL B C 2\n5 RET C B 2\n7 CALL B D 3\n9 RET D B 3\n"
+      "11 RET B A 1\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->input.call_pairs, 3u);
+  ASSERT_EQ(r->patterns.size(), 1u);
+  const Pattern& p = r->patterns[0];
+  EXPECT_EQ(p.signature, "A->B(C,D)");
+  EXPECT_EQ(p.count, 1u);
+  EXPECT_DOUBLE_EQ(p.root.latency.mean_s(), 10.0);
+  ASSERT_EQ(p.root.children.size(), 2u);
+  EXPECT_EQ(p.root.children[0].node, "C");
+  EXPECT_DOUBLE_EQ(p.root.children[0].call_delay.mean_s(), 2.0);
+  EXPECT_DOUBLE_EQ(p.root.children[0].latency.mean_s(), 2.0);
+  EXPECT_EQ(p.root.children[1].node, "D");
+  EXPECT_DOUBLE_EQ(p.root.children[1].call_delay.mean_s(), 6.0);
+  // B's own time: 10 s minus the 2 s in C and 2 s in D.
+  EXPECT_DOUBLE_EQ(OwnTimeSeconds(p.root), 6.0);
+}
+
+// Figure 5 (section 5.1.1.2): two B->C calls each nested in two A->B calls.
+// The medium delay (t3 - t1 = t4 - t2) scores twice as high as the long and
+// short ones, so each child goes to a different parent.
+TEST(NestingTest, Figure5AssignsEachChildToADifferentParent) {
+  auto r = NestText(
+      "0.000 CALL A B p1\n0.010 CALL A B p2\n0.030 CALL B C c1\n"
+      "0.040 CALL B C c2\n0.050 RET C B c1\n0.060 RET C B c2\n"
+      "0.080 RET B A p1\n0.090 RET B A p2\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].signature, "A->B(C)");
+  EXPECT_EQ(r->patterns[0].count, 2u);
+  // Both children at the medium delay of 30 ms.
+  EXPECT_NEAR(r->patterns[0].root.children[0].call_delay.mean_s(), 0.030, 1e-12);
+  EXPECT_NEAR(r->input.mean_parallelism, 2.0, 1e-12);
+}
+
+TEST(NestingTest, MissingCallidsMatchFirstInFirstOut) {
+  auto r = NestText(
+      "1 CALL A B -\n2 CALL A B -\n3 RET B A -\n4 RET B A -\n5 RET B A -\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->input.call_pairs, 2u);
+  EXPECT_EQ(r->input.unmatched_returns, 1u);
+  ASSERT_EQ(r->patterns.size(), 1u);
+  // FIFO: (1,3) and (2,4), both 2 s long.
+  EXPECT_DOUBLE_EQ(r->patterns[0].root.latency.mean_s(), 2.0);
+  EXPECT_DOUBLE_EQ(r->patterns[0].root.latency.Summarize().max, 2.0);
+}
+
+TEST(NestingTest, UnmatchedCallsAreCountedAndNeverParents) {
+  // The first A->B call never returns: B->C must not be nested in it.
+  auto r = NestText("1 CALL A B x\n2 CALL B C y\n3 RET C B y\n4 MSG A B -\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->input.unmatched_calls, 1u);
+  EXPECT_EQ(r->input.free_messages, 1u);
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].signature, "B->C");
+}
+
+TEST(NestingTest, OverlapPenaltySpreadsTiedChildrenOverParents) {
+  // Two parents start together; two overlapping children have identical
+  // delays to both. Without a penalty both go to the earliest parent; with
+  // x = 2 the second child prefers the parent without an overlapping child.
+  const std::string t =
+      "0.000 CALL A B p1\n0.000 CALL A B p2\n0.010 CALL B C c1\n"
+      "0.010 CALL B C c2\n0.020 RET C B c1\n0.020 RET C B c2\n"
+      "0.030 RET B A p1\n0.030 RET B A p2\n";
+  Params none;
+  none.penalty_overlap = 0;
+  auto r0 = NestText(t, none);
+  ASSERT_TRUE(r0.ok());
+  ASSERT_NE(Find(*r0, "A->B(C,C)"), nullptr);
+  EXPECT_NE(Find(*r0, "A->B"), nullptr);
+  auto r2 = NestText(t);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->patterns.size(), 1u);
+  EXPECT_EQ(r2->patterns[0].signature, "A->B(C)");
+  EXPECT_EQ(r2->patterns[0].count, 2u);
+}
+
+TEST(NestingTest, SkewWindowAdmitsAParentStampedAfterItsChild) {
+  // B's clock is fast: its call to C appears 1 ms before A's call to B.
+  const std::string t =
+      "1.000 CALL B C c\n1.001 CALL A B p\n1.010 RET C B c\n1.020 RET B A p\n";
+  auto strict = NestText(t);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(strict->patterns.size(), 2u);  // two separate roots
+  Params p;
+  p.skew_window = 5'000'000;  // 5 ms
+  auto loose = NestText(t, p);
+  ASSERT_TRUE(loose.ok());
+  ASSERT_EQ(loose->patterns.size(), 1u);
+  EXPECT_EQ(loose->patterns[0].signature, "A->B(C)");
+  EXPECT_NEAR(loose->patterns[0].root.children[0].call_delay.mean_s(), -0.001, 1e-9);
+}
+
+TEST(NestingTest, SignatureOrdersChildrenByMeanCallDelayThenName) {
+  auto r = NestText(
+      "0 CALL A B 1\n1 CALL B Z 2\n2 RET Z B 2\n3 CALL B Y 3\n4 RET Y B 3\n"
+      "5 RET B A 1\n");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].signature, "A->B(Z,Y)");
+}
+
+TEST(NestingTest, SmoothingKeepsTheAnswerOnACleanTrace) {
+  Params p;
+  p.smooth_bins = 2;
+  auto r = NestText(
+      "0.000 CALL A B p1\n0.010 CALL A B p2\n0.030 CALL B C c1\n"
+      "0.040 CALL B C c2\n0.050 RET C B c1\n0.060 RET C B c2\n"
+      "0.080 RET B A p1\n0.090 RET B A p2\n",
+      p);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].count, 2u);
+}
+
+TEST(NestingTest, JsonFollowsTheResultSpec) {
+  auto r = NestText(
+      "1 CALL A B 1\n3 CALL B C 2\n5 RET C B 2\n11 RET B A 1\n");
+  ASSERT_TRUE(r.ok());
+  auto j = ResultToJson(*r);
+  EXPECT_EQ(j["tool"], "bbprof nest");
+  EXPECT_EQ(j["input"]["messages"], 4);
+  EXPECT_EQ(j["input"]["call_pairs"], 2);
+  EXPECT_DOUBLE_EQ(j["params"]["penalty_overlap"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["params"]["bin_base"].get<double>(), 1.05);
+  ASSERT_EQ(j["patterns"].size(), 1u);
+  const auto& p = j["patterns"][0];
+  EXPECT_EQ(p["rank"], 1);
+  EXPECT_EQ(p["signature"], "A->B(C)");
+  EXPECT_EQ(p["count"], 1);
+  EXPECT_DOUBLE_EQ(p["total_latency_s"].get<double>(), 10.0);
+  EXPECT_EQ(p["root"]["node"], "B");
+  EXPECT_EQ(p["root"]["caller"], "A");
+  for (const char* k : {"mean", "p50", "p90", "p99", "min", "max"}) {
+    EXPECT_TRUE(p["root"]["latency_s"].contains(k)) << k;
+    EXPECT_TRUE(p["root"]["call_delay_s"].contains(k)) << k;
+  }
+  EXPECT_DOUBLE_EQ(p["root"]["children"][0]["call_delay_s"]["mean"].get<double>(), 2.0);
+}
+
+TEST(NestingTest, RankingKeys) {
+  auto r = NestText(
+      "0 CALL A B 1\n1 RET B A 1\n2 CALL A B 2\n3 RET B A 2\n"
+      "4 CALL A C 3\n14 RET C A 3\n");
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->patterns.size(), 2u);
+  EXPECT_EQ(r->patterns[0].signature, "A->B");  // count 2 beats count 1
+  SortPatterns(r->patterns, SortKey::kTotalLatency);
+  EXPECT_EQ(r->patterns[0].signature, "A->C");
+  SortPatterns(r->patterns, SortKey::kMeanLatency);
+  EXPECT_EQ(r->patterns[0].signature, "A->C");
+}
+
+TEST(NestingTest, HistogramQuantilesAreWithinOnePercent) {
+  LogHistogram h;
+  for (int i = 1; i <= 1000; ++i) h.Add(i * 1'000'000LL);  // 1..1000 ms
+  Summary s = h.Summarize();
+  EXPECT_DOUBLE_EQ(s.min, 0.001);
+  EXPECT_DOUBLE_EQ(s.max, 1.0);
+  EXPECT_NEAR(s.mean, 0.5005, 1e-9);
+  EXPECT_NEAR(s.p50, 0.500, 0.500 * 0.011);
+  EXPECT_NEAR(s.p90, 0.900, 0.900 * 0.011);
+  EXPECT_NEAR(s.p99, 0.990, 0.990 * 0.011);
+}
+
+TEST(NestingTest, EvaluationOfTheTruthAgainstItselfIsPerfectOnASimpleTrace) {
+  TempDir dir;
+  std::string path = dir.Write(
+      "e.trace",
+      "1 CALL A B 1 7\n3 CALL B C 2 7\n5 RET C B 2 7\n11 RET B A 1 7\n"
+      "12 CALL A B 3 8\n13 RET B A 3 8\n");
+  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  ASSERT_TRUE(ev.ok()) << ev.status().message();
+  EXPECT_EQ(ev->true_instances, 2u);
+  EXPECT_EQ(ev->correct_instances, 2u);
+  EXPECT_EQ(ev->instance_fn_rate, 0.0);
+  EXPECT_EQ(ev->pattern_false_positives, 0u);
+  EXPECT_EQ(ev->message_error_rate, 0.0);
+}
+
+TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
+  // Two A->B calls start together, with path ids 1 and 2; the B->C call
+  // truly belongs to the second, but both parents give the same delay, so
+  // the algorithm ties and takes the earliest: both instances are wrong.
+  TempDir dir;
+  std::string path = dir.Write(
+      "m.trace",
+      "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
+      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  Params raw;
+  raw.raw_bin_scores = true;  // the paper's per-bin scores tie here
+  auto ev = Evaluate(path, raw, EvalOptions{});
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->true_instances, 2u);
+  EXPECT_EQ(ev->correct_instances, 0u);
+  EXPECT_DOUBLE_EQ(ev->instance_fn_rate, 1.0);
+  EXPECT_EQ(ev->true_patterns, 2u);  // A->B and A->B(C)
+  EXPECT_EQ(ev->pattern_false_negatives, 0u);
+}
+
+// Density scoring (the default): with equal per-bin weight, the shorter
+// delay lies in a narrower bin, so its density is higher and the later,
+// closer parent wins; here that is the truth.
+TEST(NestingTest, DensityScoringPrefersTheDenserDelay) {
+  TempDir dir;
+  std::string path = dir.Write(
+      "d.trace",
+      "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
+      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  ASSERT_TRUE(ev.ok());
+  EXPECT_EQ(ev->correct_instances, 2u);
+  EXPECT_DOUBLE_EQ(ev->instance_fn_rate, 0.0);
+}
+
+TEST(NestingTest, EvaluationNeedsPathids) {
+  TempDir dir;
+  std::string path = dir.Write("n.trace", "1 CALL A B 1\n2 RET B A 1\n");
+  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  ASSERT_FALSE(ev.ok());
+  EXPECT_EQ(ev.status().message(),
+            path + ": a CALL without a pathid; evaluation needs a trace with "
+                   "ground truth (from maketrace)");
+}
+
+}  // namespace
+}  // namespace bbprof::nesting
+
+namespace bbprof::nesting {
+namespace {
+
+TEST(NestingTest, EvaluationRanksBothSidesByCount) {
+  // A->C is seen first but only once; A->B three times. Perfect inference
+  // must give no top-1 false negative, which needs both lists ranked.
+  TempDir dir;
+  std::string path = dir.Write(
+      "r.trace",
+      "0 CALL A C 9 1\n1 RET C A 9 1\n2 CALL A B 1 2\n3 RET B A 1 2\n"
+      "4 CALL A B 2 3\n5 RET B A 2 3\n6 CALL A B 3 4\n7 RET B A 3 4\n");
+  auto ev = Evaluate(path, Params{}, EvalOptions{});
+  ASSERT_TRUE(ev.ok());
+  ASSERT_EQ(ev->top_n.size(), 2u);
+  EXPECT_EQ(ev->top_n[0].false_negatives, 0);
+  EXPECT_EQ(ev->top_n[1].false_negatives, 0);
+}
+
+}  // namespace
+}  // namespace bbprof::nesting

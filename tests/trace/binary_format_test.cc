@@ -1,0 +1,357 @@
+// The binary form: exact round trip with the text form, and a named error for
+// every kind of damage (truncation at any byte, checksum mismatch, bad magic,
+// bad version, decreasing timestamps).
+#include "trace/binary_format.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/trace/synthetic_trace.h"
+#include "tests/util/temp_dir.h"
+#include "trace/reader.h"
+#include "trace/timestamp.h"
+#include "trace/writer.h"
+
+namespace bbprof::trace {
+namespace {
+
+using bbprof::testing::ReadFile;
+using bbprof::testing::TempDir;
+
+// Copies IN to OUT in `format` (meta lines where they stood), as convert does.
+Status Copy(const std::string& in, const std::string& out, TraceFormat format,
+            ReaderOptions opts = {}) {
+  auto r = OpenTraceReader(in, nullptr, opts);
+  if (!r.ok()) return r.status();
+  auto w = OpenTraceWriter(out, &(*r)->nodes(), format);
+  if (!w.ok()) return w.status();
+  size_t meta_done = 0;
+  Record rec;
+  while ((*r)->Next(rec)) {
+    for (; meta_done < (*r)->meta().size(); ++meta_done) {
+      BBPROF_RETURN_IF_ERROR((*w)->WriteMeta((*r)->meta()[meta_done]));
+    }
+    BBPROF_RETURN_IF_ERROR((*w)->Write(rec));
+  }
+  BBPROF_RETURN_IF_ERROR((*r)->status());
+  for (; meta_done < (*r)->meta().size(); ++meta_done) {
+    BBPROF_RETURN_IF_ERROR((*w)->WriteMeta((*r)->meta()[meta_done]));
+  }
+  return (*w)->Close();
+}
+
+// Reads every record; returns the error message ("" if none) and the count.
+std::string ReadAllError(const std::string& path, uint64_t* count = nullptr,
+                         ReaderOptions opts = {}) {
+  auto r = OpenTraceReader(path, nullptr, opts);
+  if (!r.ok()) return r.status().message();
+  Record rec;
+  uint64_t n = 0;
+  while ((*r)->Next(rec)) ++n;
+  if (count != nullptr) *count = n;
+  return (*r)->status().ok() ? "" : (*r)->status().message();
+}
+
+// A random canonical text trace exercising every encoding: numeric and raw
+// callids/pathids, "0", leading zeros, 20-digit numbers beyond 2^64, huge
+// deltas, repeated timestamps, meta lines between records.
+std::string RandomCanonicalTrace(uint64_t seed, int n) {
+  std::mt19937_64 rng(seed);
+  std::string s =
+      "#bbprof-trace 1\n#meta source=random seed=" + std::to_string(seed) +
+      "\n";
+  const char* names[] = {"a", "b", "10.1.2.3:80", "WS1", "db-7", "x.y.z"};
+  std::string longname(255, 'n');
+  auto token = [&]() -> std::string {
+    switch (rng() % 9) {
+      case 0:
+        return "-";
+      case 1:
+        return "0";
+      case 2:
+        return std::to_string(rng() % 1000);
+      case 3:
+        return std::to_string(rng());
+      case 4:
+        return "0" + std::to_string(rng() % 100);  // leading zero: raw
+      case 5:
+        return "99999999999999999999";  // > 2^64: raw
+      case 6:
+        return "18446744073709551615";  // 2^64-1: numeric
+      case 7:
+        return "id" + std::to_string(rng() % 50);
+      default:
+        return "tcp:10.0.0.1:5#" + std::to_string(rng() % 7);
+    }
+  };
+  TimeNs t = 1047680084000000000;
+  for (int i = 0; i < n; ++i) {
+    if (rng() % 500 == 0) s += "#meta note=" + std::to_string(i) + "\n";
+    switch (rng() % 4) {
+      case 0:
+        break;  // same timestamp
+      case 1:
+        t += static_cast<TimeNs>(rng() % 1000);
+        break;
+      case 2:
+        t += static_cast<TimeNs>(rng() % 1000000000);
+        break;
+      default:
+        t += static_cast<TimeNs>(rng() % 100000000000ull);
+        break;
+    }
+    const char* kinds[] = {"CALL", "RET", "MSG"};
+    int si = static_cast<int>(rng() % 7), ri = static_cast<int>(rng() % 7);
+    std::string sender = si == 6 ? longname : names[si];
+    std::string receiver = ri == 6 ? longname : names[ri];
+    std::string pathid = token();
+    s += FormatTimestamp(t) + "\t" + kinds[rng() % 3] + "\t" + sender + "\t" +
+         receiver + "\t" + token();
+    if (pathid != "-") s += "\t" + pathid;
+    s += "\n";
+  }
+  s += "#meta trailing=yes\n";
+  return s;
+}
+
+TEST(BinaryFormatTest, SampleRoundTripsByteForByte) {
+  TempDir dir;
+  std::string sample =
+      std::string(BBPROF_SOURCE_DIR) + "/samples/paper_example.trace";
+  ASSERT_TRUE(Copy(sample, dir.File("s.bbt"), TraceFormat::kBinary).ok());
+  ASSERT_TRUE(
+      Copy(dir.File("s.bbt"), dir.File("back.trace"), TraceFormat::kText).ok());
+  EXPECT_EQ(ReadFile(dir.File("back.trace")), ReadFile(sample));
+  EXPECT_EQ(ReadFile(dir.File("s.bbt")).substr(0, 8), kBinaryMagic);
+}
+
+TEST(BinaryFormatTest, RandomTraceRoundTripsByteForByteAcrossManyBlocks) {
+  TempDir dir;
+  std::string text = RandomCanonicalTrace(7, 60000);
+  std::string in = dir.Write("r.trace", text);
+  for (const char* name : {"r.bbt", "r.bbt.gz", "r.bbt.zst"}) {
+    ASSERT_TRUE(Copy(in, dir.File(name), TraceFormat::kBinary).ok()) << name;
+    ASSERT_TRUE(
+        Copy(dir.File(name), dir.File("back.trace"), TraceFormat::kText).ok());
+    EXPECT_TRUE(ReadFile(dir.File("back.trace")) == text) << name;
+  }
+  // Several blocks, so per-block delta resets are exercised.
+  EXPECT_GT(ReadFile(dir.File("r.bbt")).size(), 4 * kBinaryBlockTarget);
+}
+
+TEST(BinaryFormatTest, HeaderMetaIsKnownOnceOpen) {
+  TempDir dir;
+  std::string in =
+      dir.Write("m.trace", "#meta source=x\n#meta b=2\n1.5\tMSG\ta\tb\t-\n");
+  ASSERT_TRUE(Copy(in, dir.File("m.bbt"), TraceFormat::kBinary).ok());
+  auto r = OpenTraceReader(dir.File("m.bbt"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->meta(), (std::vector<std::string>{"source=x", "b=2"}));
+}
+
+TEST(BinaryFormatTest, MultiTierTraceTakesAtMost16BytesPerMessage) {
+  TempDir dir;
+  NodeTable nodes;
+  bbprof::testing::SyntheticTrace gen(3);
+  std::vector<NodeId> ids;
+  for (const auto& n : gen.names()) ids.push_back(nodes.Intern(n));
+  auto w = OpenTraceWriter(dir.File("t.bbt"), &nodes);
+  ASSERT_TRUE(w.ok());
+  constexpr int kMessages = 200000;
+  std::string cbuf, pbuf;
+  for (int i = 0; i < kMessages; ++i) {
+    auto m = gen.Next();
+    cbuf = std::to_string(m.callid);
+    pbuf = std::to_string(m.pathid);
+    Record rec{m.ts_ns, ids[m.sender], ids[m.receiver], m.kind, cbuf, pbuf};
+    ASSERT_TRUE((*w)->Write(rec).ok());
+  }
+  ASSERT_TRUE((*w)->Close().ok());
+  double per_message =
+      static_cast<double>(ReadFile(dir.File("t.bbt")).size()) / kMessages;
+  EXPECT_LE(per_message, 16.0);
+  uint64_t n = 0;
+  EXPECT_EQ(ReadAllError(dir.File("t.bbt"), &n), "");
+  EXPECT_EQ(n, static_cast<uint64_t>(kMessages));
+}
+
+// Offsets of each block header in a binary file, ending with the end marker.
+std::vector<size_t> BlockOffsets(const std::string& bytes) {
+  std::vector<size_t> out;
+  size_t off = kBinaryFileHeaderBytes;
+  for (;;) {
+    out.push_back(off);
+    uint32_t len = static_cast<uint8_t>(bytes[off]) |
+                   static_cast<uint8_t>(bytes[off + 1]) << 8 |
+                   static_cast<uint8_t>(bytes[off + 2]) << 16 |
+                   static_cast<uint32_t>(static_cast<uint8_t>(bytes[off + 3]))
+                       << 24;
+    if (len == 0) return out;
+    off += kBinaryBlockHeaderBytes + len;
+  }
+}
+
+class BinaryDamageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string in = dir_.Write("r.trace", RandomCanonicalTrace(11, 20000));
+    ASSERT_TRUE(Copy(in, dir_.File("good.bbt"), TraceFormat::kBinary).ok());
+    good_ = ReadFile(dir_.File("good.bbt"));
+    blocks_ = BlockOffsets(good_);
+    ASSERT_GE(blocks_.size(), 3u);
+    ASSERT_EQ(blocks_.back() + kBinaryBlockHeaderBytes, good_.size());
+  }
+  TempDir dir_;
+  std::string good_;
+  std::vector<size_t> blocks_;
+};
+
+TEST_F(BinaryDamageTest, TruncationAtAnyCutNamesTheBlock) {
+  std::vector<size_t> cuts = {1, 5, 8, 11};
+  for (size_t b : blocks_) {
+    for (size_t d : {0, 1, 11, 12, 13, 500}) {
+      if (b + d < good_.size()) cuts.push_back(b + d);
+    }
+  }
+  cuts.push_back(good_.size() - 1);
+  for (size_t cut : cuts) {
+    std::string p = dir_.Write("cut.bbt", good_.substr(0, cut));
+    std::string expected;
+    if (cut < kBinaryFileHeaderBytes) {
+      expected = p + ": truncated binary trace (file header, byte offset " +
+                 std::to_string(cut) + ")";
+    } else {
+      size_t k = 0;
+      while (k + 1 < blocks_.size() && blocks_[k + 1] <= cut) ++k;
+      expected = p + ": truncated binary trace (block " + std::to_string(k) +
+                 " at byte offset " + std::to_string(blocks_[k]) + ")";
+    }
+    EXPECT_EQ(ReadAllError(p), expected) << "cut at " << cut;
+  }
+}
+
+TEST_F(BinaryDamageTest, FlippedPayloadByteIsAChecksumMismatch) {
+  for (size_t k = 0; k + 1 < blocks_.size(); ++k) {
+    for (size_t d : {size_t{12}, size_t{100}, size_t{3}}) {
+      std::string bad = good_;
+      size_t at = blocks_[k] + (d == 3 ? 8 : d);  // d == 3: the CRC field
+      bad[at] = static_cast<char>(bad[at] ^ 0x40);
+      std::string p = dir_.Write("flip.bbt", bad);
+      EXPECT_EQ(ReadAllError(p), p +
+                                     ": corrupt binary trace: checksum "
+                                     "mismatch in block " +
+                                     std::to_string(k))
+          << "block " << k << " +" << d;
+    }
+  }
+}
+
+TEST_F(BinaryDamageTest, OversizedBlockLengthIsNamed) {
+  std::string bad = good_;
+  bad[blocks_[1] + 3] = 0x7f;
+  std::string p = dir_.Write("big.bbt", bad);
+  EXPECT_EQ(
+      ReadAllError(p),
+      p + ": corrupt binary trace: block 1 claims " +
+          std::to_string(0x7f000000u |
+                         (static_cast<uint8_t>(bad[blocks_[1]]) |
+                          static_cast<uint8_t>(bad[blocks_[1] + 1]) << 8 |
+                          static_cast<uint8_t>(bad[blocks_[1] + 2]) << 16)) +
+          " bytes (at most 1048576)");
+}
+
+TEST_F(BinaryDamageTest, DataAfterTheEndMarker) {
+  std::string p = dir_.Write("extra.bbt", good_ + "x");
+  EXPECT_EQ(ReadAllError(p),
+            p +
+                ": corrupt binary trace: data after the end marker at byte "
+                "offset " +
+                std::to_string(good_.size()));
+}
+
+TEST(BinaryFormatTest, BadMagicAndVersion) {
+  TempDir dir;
+  std::string p = dir.Write("m.bbt", std::string("\x89"
+                                                 "BBX\r\n\x1a\n\1\0\0\0",
+                                                 12));
+  EXPECT_EQ(ReadAllError(p),
+            p + ": not a bbprof binary trace (bad magic bytes)");
+  std::string v = dir.Write(
+      "v.bbt", std::string(kBinaryMagic) + std::string("\2\0\0\0", 4));
+  EXPECT_EQ(ReadAllError(v), v + ": unsupported binary trace version 2 (this "
+                                 "bbprof reads version 1)");
+}
+
+TEST(BinaryFormatTest, DecreasingTimestampIsAnErrorUnlessAllowed) {
+  TempDir dir;
+  std::string in = dir.Write("u.trace",
+                             "2.0\tCALL\ta\tb\t1\n"
+                             "1.5\tRET\tb\ta\t1\n");
+  ReaderOptions unsorted;
+  unsorted.allow_unsorted = true;
+  ASSERT_TRUE(Copy(in, dir.File("u.bbt"), TraceFormat::kBinary, unsorted).ok());
+  EXPECT_EQ(ReadAllError(dir.File("u.bbt")),
+            dir.File("u.bbt") +
+                ": message 2: timestamp 1.500000000 is earlier than the "
+                "previous message's 2.000000000 (a trace must be in time "
+                "order; sort it with 'bbprof merge --sort')");
+  uint64_t n = 0;
+  EXPECT_EQ(ReadAllError(dir.File("u.bbt"), &n, unsorted), "");
+  EXPECT_EQ(n, 2u);
+  // And the unsorted order survives a round trip exactly.
+  ASSERT_TRUE(Copy(dir.File("u.bbt"), dir.File("u2.trace"), TraceFormat::kText,
+                   unsorted)
+                  .ok());
+  EXPECT_EQ(ReadFile(dir.File("u2.trace")),
+            "#bbprof-trace 1\n2.000000000\tCALL\ta\tb\t1\n"
+            "1.500000000\tRET\tb\ta\t1\n");
+}
+
+TEST(BinaryFormatTest, NegativeTimestampsRoundTrip) {
+  TempDir dir;
+  NodeTable nodes;
+  auto w = OpenTraceWriter(dir.File("n.bbt"), &nodes);
+  ASSERT_TRUE(w.ok());
+  Record rec{
+      -5000000001, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "7", ""};
+  ASSERT_TRUE((*w)->Write(rec).ok());
+  rec.ts_ns = 3;
+  ASSERT_TRUE((*w)->Write(rec).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  ASSERT_TRUE(
+      Copy(dir.File("n.bbt"), dir.File("n.trace"), TraceFormat::kText).ok());
+  EXPECT_EQ(ReadFile(dir.File("n.trace")),
+            "#bbprof-trace 1\n-5.000000001\tCALL\ta\tb\t7\n"
+            "0.000000003\tCALL\ta\tb\t7\n");
+}
+
+TEST(BinaryFormatTest, WriterRejectsTokensTheTextFormCannotCarry) {
+  TempDir dir;
+  NodeTable nodes;
+  auto w = OpenTraceWriter(dir.File("x.bbt"), &nodes);
+  ASSERT_TRUE(w.ok());
+  Record rec{1, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "a b", ""};
+  Status s = (*w)->Write(rec);
+  EXPECT_EQ(s.message(),
+            "callid 'a b' is not a token (whitespace, control bytes, '-' or "
+            "too long)");
+}
+
+TEST(BinaryFormatTest, CanonicalUnsigned) {
+  uint64_t v;
+  EXPECT_TRUE(ParseCanonicalUnsigned("0", &v));
+  EXPECT_EQ(v, 0u);
+  EXPECT_TRUE(ParseCanonicalUnsigned("18446744073709551615", &v));
+  EXPECT_EQ(v, UINT64_MAX);
+  EXPECT_FALSE(ParseCanonicalUnsigned("18446744073709551616", &v));
+  EXPECT_FALSE(ParseCanonicalUnsigned("007", &v));
+  EXPECT_FALSE(ParseCanonicalUnsigned("+7", &v));
+  EXPECT_FALSE(ParseCanonicalUnsigned("", &v));
+  EXPECT_FALSE(ParseCanonicalUnsigned("7a", &v));
+}
+
+}  // namespace
+}  // namespace bbprof::trace

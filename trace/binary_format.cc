@@ -1,0 +1,548 @@
+// Binary trace reader and writer (layout: trace/binary_format.h and
+// docs/formats.md). The reader's hot loop decodes one op byte and a handful
+// of varints per message straight out of a checksummed block buffer; the
+// buffer carries zeroed padding so a varint can be decoded without a bounds
+// check per byte (the position is checked once per field instead).
+#include "trace/binary_format.h"
+
+#include <zlib.h>
+
+#include <charconv>
+#include <cstring>
+#include <vector>
+
+#include "trace/text_format.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::trace {
+
+namespace {
+
+// Enough zeroed bytes past a block's end that any varint that starts inside
+// the block can be decoded before its position is checked.
+constexpr size_t kPadding = 32;
+
+inline uint32_t LoadU32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+
+inline void StoreU32(uint32_t v, uint8_t* p) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+  p[2] = static_cast<uint8_t>(v >> 16);
+  p[3] = static_cast<uint8_t>(v >> 24);
+}
+
+inline uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+
+inline int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+// Decodes a LEB128 varint at p (which must have 10 readable bytes). Returns
+// false for an over-long or over-large encoding.
+inline bool DecodeVarint(const uint8_t*& p, uint64_t* out) {
+  uint8_t b = p[0];
+  if (b < 0x80) {
+    *out = b;
+    ++p;
+    return true;
+  }
+  uint64_t v = b & 0x7f;
+  for (int i = 1; i < 10; ++i) {
+    b = p[i];
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if (b < 0x80) {
+      if (i == 9 && b > 1) return false;  // more than 64 bits
+      p += i + 1;
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+inline void AppendVarint(std::vector<uint8_t>& buf, uint64_t v) {
+  while (v >= 0x80) {
+    buf.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  buf.push_back(static_cast<uint8_t>(v));
+}
+
+// A raw callid/pathid or node name must be a token the text form can carry.
+bool IsToken(std::string_view s) {
+  if (s.empty() || s == "-") return false;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) return false;
+  }
+  return true;
+}
+
+std::string Hex(uint8_t b) {
+  static const char kDigits[] = "0123456789abcdef";
+  return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
+}
+
+class BinaryReader final : public TraceReader {
+ public:
+  BinaryReader(std::unique_ptr<InputStream> in, std::string path,
+               std::shared_ptr<NodeTable> nodes, const ReaderOptions& options)
+      : TraceReader(std::move(path), std::move(nodes)),
+        in_(std::move(in)),
+        options_(options) {}
+
+  Status Open() {
+    uint8_t head[kBinaryFileHeaderBytes];
+    Result<size_t> n = ReadFully(head, sizeof head);
+    if (!n.ok()) return n.status();
+    size_t magic_seen = std::min(*n, kBinaryMagic.size());
+    if (std::memcmp(head, kBinaryMagic.data(), magic_seen) != 0) {
+      return Status::Error(path_ +
+                           ": not a bbprof binary trace (bad magic bytes)");
+    }
+    if (*n < sizeof head) {
+      return Status::Error(path_ +
+                           ": truncated binary trace (file header, byte "
+                           "offset " +
+                           std::to_string(*n) + ")");
+    }
+    uint32_t version = LoadU32(head + kBinaryMagic.size());
+    if (version != kBinaryVersion) {
+      return Status::Error(path_ + ": unsupported binary trace version " +
+                           std::to_string(version) +
+                           " (this bbprof reads version 1)");
+    }
+    offset_ = sizeof head;
+    has_pending_ = Advance(pending_);
+    return status_;
+  }
+
+  bool Next(Record& rec) override {
+    if (has_pending_) {
+      has_pending_ = false;
+      rec = pending_;
+      return true;
+    }
+    return Advance(rec);
+  }
+
+  uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+
+ private:
+  Result<size_t> ReadFully(uint8_t* dst, size_t size) {
+    size_t got = 0;
+    while (got < size) {
+      Result<size_t> n =
+          in_->Read(reinterpret_cast<char*>(dst) + got, size - got);
+      if (!n.ok()) return n.status();
+      if (*n == 0) break;
+      got += *n;
+    }
+    return got;
+  }
+
+  bool Fail(std::string message) {
+    status_ = Status::Error(std::move(message));
+    p_ = end_ = nullptr;
+    done_ = true;
+    return false;
+  }
+  bool Truncated(uint64_t at) {
+    return Fail(path_ + ": truncated binary trace (block " +
+                std::to_string(block_index_) + " at byte offset " +
+                std::to_string(at) + ")");
+  }
+  // Structural damage inside a block whose checksum matched (a writer bug or
+  // a deliberately forged file): still a clear error, never a crash.
+  bool Corrupt(const std::string& what) {
+    return Fail(path_ + ": corrupt binary trace: block " +
+                std::to_string(block_index_ - 1) + ": " + what);
+  }
+
+  // Loads the next block into block_. False at the end marker or on error.
+  bool LoadBlock() {
+    if (done_) return false;
+    if (block_index_ > 0 && block_messages_ != expected_messages_) {
+      return Corrupt("holds " + std::to_string(block_messages_) +
+                     " messages but its header says " +
+                     std::to_string(expected_messages_));
+    }
+    uint8_t h[kBinaryBlockHeaderBytes];
+    Result<size_t> n = ReadFully(h, sizeof h);
+    if (!n.ok()) return Fail(n.status().message());
+    if (*n < sizeof h) return Truncated(offset_);
+    uint32_t len = LoadU32(h);
+    uint32_t count = LoadU32(h + 4);
+    uint32_t crc = LoadU32(h + 8);
+    if (len == 0) {
+      if (count != 0 || crc != 0) {
+        return Fail(path_ +
+                    ": corrupt binary trace: bad end marker at byte "
+                    "offset " +
+                    std::to_string(offset_));
+      }
+      uint8_t extra;
+      Result<size_t> m = ReadFully(&extra, 1);
+      if (!m.ok()) return Fail(m.status().message());
+      if (*m != 0) {
+        return Fail(path_ +
+                    ": corrupt binary trace: data after the end "
+                    "marker at byte offset " +
+                    std::to_string(offset_ + sizeof h));
+      }
+      done_ = true;
+      return false;
+    }
+    if (len > kBinaryMaxBlockPayload) {
+      return Fail(path_ + ": corrupt binary trace: block " +
+                  std::to_string(block_index_) + " claims " +
+                  std::to_string(len) + " bytes (at most " +
+                  std::to_string(kBinaryMaxBlockPayload) + ")");
+    }
+    block_.resize(len + kPadding);
+    n = ReadFully(block_.data(), len);
+    if (!n.ok()) return Fail(n.status().message());
+    if (*n < len) return Truncated(offset_);
+    std::memset(block_.data() + len, 0, kPadding);
+    if (static_cast<uint32_t>(crc32(0, block_.data(), len)) != crc) {
+      return Fail(path_ +
+                  ": corrupt binary trace: checksum mismatch in block " +
+                  std::to_string(block_index_));
+    }
+    offset_ += sizeof h + len;
+    ++block_index_;
+    p_ = block_.data();
+    end_ = p_ + len;
+    expected_messages_ = count;
+    block_messages_ = 0;
+    prev_ts_ = 0;
+    prev_callid_ = 0;
+    prev_pathid_ = 0;
+    return true;
+  }
+
+  // Decodes a callid/pathid in `encoding` into *out (a view into the block or
+  // into `num_buf`).
+  bool DecodeId(uint8_t encoding, uint64_t* prev, char* num_buf,
+                std::string_view* out, const char* what) {
+    switch (encoding) {
+      case kIdAbsent:
+        *out = {};
+        return true;
+      case kIdNumeric: {
+        uint64_t z;
+        if (!DecodeVarint(p_, &z) || p_ > end_) {
+          return Corrupt(std::string("bad numeric ") + what);
+        }
+        *prev += static_cast<uint64_t>(UnZigZag(z));
+        auto r = std::to_chars(num_buf, num_buf + 24, *prev);
+        *out = std::string_view(num_buf, static_cast<size_t>(r.ptr - num_buf));
+        return true;
+      }
+      case kIdRaw: {
+        uint64_t len;
+        if (!DecodeVarint(p_, &len) || p_ > end_ ||
+            len > static_cast<uint64_t>(end_ - p_)) {
+          return Corrupt(std::string(what) + " runs past the end of the block");
+        }
+        *out = std::string_view(reinterpret_cast<const char*>(p_), len);
+        p_ += len;
+        if (!IsToken(*out)) {
+          return Corrupt(std::string(what) +
+                         " is empty or contains whitespace");
+        }
+        return true;
+      }
+      default:
+        return Corrupt(std::string("bad ") + what + " encoding");
+    }
+  }
+
+  bool NodeRef(NodeId* out) {
+    uint64_t id;
+    if (!DecodeVarint(p_, &id) || p_ > end_) {
+      return Corrupt("message runs past the end of the block");
+    }
+    if (id >= file_nodes_.size()) {
+      return Corrupt("undefined node id " + std::to_string(id));
+    }
+    *out = file_nodes_[id];
+    return true;
+  }
+
+  bool Special(uint8_t op) {
+    uint64_t a, len;
+    switch (op) {
+      case kOpNodeDef: {
+        if (!DecodeVarint(p_, &a) || p_ > end_ || !DecodeVarint(p_, &len) ||
+            p_ > end_ || len > static_cast<uint64_t>(end_ - p_)) {
+          return Corrupt("node definition runs past the end of the block");
+        }
+        std::string_view name(reinterpret_cast<const char*>(p_), len);
+        p_ += len;
+        if (a != file_nodes_.size()) {
+          return Corrupt("node id " + std::to_string(a) +
+                         " defined out of order (expected " +
+                         std::to_string(file_nodes_.size()) + ")");
+        }
+        std::string why = CheckNodeName(name);
+        if (!why.empty()) return Corrupt(why);
+        file_nodes_.push_back(nodes_->Intern(name));
+        return true;
+      }
+      case kOpMeta: {
+        if (!DecodeVarint(p_, &len) || p_ > end_ ||
+            len > static_cast<uint64_t>(end_ - p_)) {
+          return Corrupt("meta line runs past the end of the block");
+        }
+        std::string_view body(reinterpret_cast<const char*>(p_), len);
+        p_ += len;
+        if (body.find('\n') != std::string_view::npos) {
+          return Corrupt("meta line contains a newline");
+        }
+        meta_.emplace_back(body);
+        return true;
+      }
+      default:
+        return Corrupt("unknown op byte " + Hex(op));
+    }
+  }
+
+  bool Advance(Record& rec) {
+    for (;;) {
+      if (p_ >= end_) {
+        if (!LoadBlock()) return false;
+        continue;
+      }
+      uint8_t op = *p_++;
+      if ((op & 3) == kOpSpecial) {
+        if (!Special(op)) return false;
+        continue;
+      }
+      if (op & 0xc0) return Corrupt("unknown op byte " + Hex(op));
+      rec.kind = static_cast<Kind>(op & 3);
+      uint64_t z;
+      if (!DecodeVarint(p_, &z) || p_ > end_) {
+        return Corrupt("message runs past the end of the block");
+      }
+      prev_ts_ += UnZigZag(z);
+      rec.ts_ns = prev_ts_;
+      if (!NodeRef(&rec.sender) || !NodeRef(&rec.receiver)) return false;
+      if (!DecodeId((op >> 2) & 3, &prev_callid_, callid_buf_, &rec.callid,
+                    "callid") ||
+          !DecodeId((op >> 4) & 3, &prev_pathid_, pathid_buf_, &rec.pathid,
+                    "pathid")) {
+        return false;
+      }
+      ++block_messages_;
+      ++messages_;
+      if (rec.ts_ns < last_ts_ && !options_.allow_unsorted) {
+        return Fail(path_ + ": message " + std::to_string(messages_) +
+                    ": timestamp " + FormatTimestamp(rec.ts_ns) +
+                    " is earlier than the previous message's " +
+                    FormatTimestamp(last_ts_) + " (" + kSortHint + ")");
+      }
+      if (rec.ts_ns > last_ts_) last_ts_ = rec.ts_ns;
+      return true;
+    }
+  }
+
+  std::unique_ptr<InputStream> in_;
+  ReaderOptions options_;
+  std::vector<uint8_t> block_;
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  bool done_ = false;
+  uint64_t block_index_ = 0;  // blocks loaded so far
+  uint64_t offset_ = 0;       // decompressed offset of the next block header
+  uint32_t expected_messages_ = 0;
+  uint32_t block_messages_ = 0;
+  uint64_t messages_ = 0;
+  TimeNs prev_ts_ = 0;
+  uint64_t prev_callid_ = 0;
+  uint64_t prev_pathid_ = 0;
+  TimeNs last_ts_ = INT64_MIN;
+  std::vector<NodeId> file_nodes_;  // file-local id -> NodeTable id
+  char callid_buf_[24] = {};
+  char pathid_buf_[24] = {};
+  Record pending_;
+  bool has_pending_ = false;
+};
+
+class BinaryWriter final : public TraceWriter {
+ public:
+  BinaryWriter(std::unique_ptr<OutputStream> out, const NodeTable* nodes)
+      : out_(std::move(out)), nodes_(nodes) {
+    buf_.reserve(kBinaryBlockTarget + 2 * kMaxLineBytes + 64);
+  }
+
+  Status WriteMeta(std::string_view body) override {
+    if (body.find('\n') != std::string_view::npos) {
+      return Status::Error("meta line contains a newline");
+    }
+    if (body.size() > kMaxLineBytes) {
+      return Status::Error("meta line longer than " +
+                           std::to_string(kMaxLineBytes) + " bytes");
+    }
+    buf_.push_back(kOpMeta);
+    AppendVarint(buf_, body.size());
+    buf_.insert(buf_.end(), body.begin(), body.end());
+    return MaybeFlush();
+  }
+
+  Status Write(const Record& rec) override {
+    uint32_t s = FileId(rec.sender);
+    uint32_t r = FileId(rec.receiver);
+    uint8_t op = static_cast<uint8_t>(rec.kind);
+    uint64_t callid_num = 0, pathid_num = 0;
+    uint8_t cenc, penc;
+    BBPROF_RETURN_IF_ERROR(Classify(rec.callid, "callid", &cenc, &callid_num));
+    BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, "pathid", &penc, &pathid_num));
+    op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
+    buf_.push_back(op);
+    AppendVarint(buf_, ZigZag(rec.ts_ns - prev_ts_));
+    prev_ts_ = rec.ts_ns;
+    AppendVarint(buf_, s);
+    AppendVarint(buf_, r);
+    AppendId(cenc, rec.callid, callid_num, &prev_callid_);
+    AppendId(penc, rec.pathid, pathid_num, &prev_pathid_);
+    ++block_messages_;
+    ++records_;
+    return MaybeFlush();
+  }
+
+  Status Close() override {
+    if (closed_) return Status::Error("trace writer closed twice");
+    closed_ = true;
+    BBPROF_RETURN_IF_ERROR(FlushBlock());
+    BBPROF_RETURN_IF_ERROR(WriteFileHeader());
+    uint8_t end[kBinaryBlockHeaderBytes] = {};
+    BBPROF_RETURN_IF_ERROR(
+        out_->Write(reinterpret_cast<const char*>(end), sizeof end));
+    return out_->Close();
+  }
+
+ private:
+  // The file-local id of a node, emitting its definition on first use.
+  uint32_t FileId(NodeId id) {
+    if (id >= file_ids_.size()) file_ids_.resize(id + 1, kUndefined);
+    if (file_ids_[id] == kUndefined) {
+      file_ids_[id] = next_file_id_++;
+      std::string_view name = nodes_->Name(id);
+      buf_.push_back(kOpNodeDef);
+      AppendVarint(buf_, file_ids_[id]);
+      AppendVarint(buf_, name.size());
+      buf_.insert(buf_.end(), name.begin(), name.end());
+    }
+    return file_ids_[id];
+  }
+
+  static Status Classify(std::string_view token, const char* what, uint8_t* enc,
+                         uint64_t* num) {
+    if (token.empty()) {
+      *enc = kIdAbsent;
+    } else if (ParseCanonicalUnsigned(token, num)) {
+      *enc = kIdNumeric;
+    } else {
+      if (!IsToken(token) || token.size() > kMaxLineBytes) {
+        return Status::Error(std::string(what) + " '" + std::string(token) +
+                             "' is not a token (whitespace, control bytes, "
+                             "'-' or too long)");
+      }
+      *enc = kIdRaw;
+    }
+    return Status::Ok();
+  }
+
+  void AppendId(uint8_t enc, std::string_view token, uint64_t num,
+                uint64_t* prev) {
+    if (enc == kIdNumeric) {
+      AppendVarint(buf_, ZigZag(static_cast<int64_t>(num - *prev)));
+      *prev = num;
+    } else if (enc == kIdRaw) {
+      AppendVarint(buf_, token.size());
+      buf_.insert(buf_.end(), token.begin(), token.end());
+    }
+  }
+
+  Status MaybeFlush() {
+    if (buf_.size() < kBinaryBlockTarget) return Status::Ok();
+    return FlushBlock();
+  }
+
+  Status WriteFileHeader() {
+    if (header_written_) return Status::Ok();
+    header_written_ = true;
+    uint8_t h[kBinaryFileHeaderBytes];
+    std::memcpy(h, kBinaryMagic.data(), kBinaryMagic.size());
+    StoreU32(kBinaryVersion, h + kBinaryMagic.size());
+    return out_->Write(reinterpret_cast<const char*>(h), sizeof h);
+  }
+
+  Status FlushBlock() {
+    BBPROF_RETURN_IF_ERROR(WriteFileHeader());
+    if (buf_.empty()) return Status::Ok();
+    uint8_t h[kBinaryBlockHeaderBytes];
+    StoreU32(static_cast<uint32_t>(buf_.size()), h);
+    StoreU32(block_messages_, h + 4);
+    StoreU32(static_cast<uint32_t>(
+                 crc32(0, buf_.data(), static_cast<uInt>(buf_.size()))),
+             h + 8);
+    BBPROF_RETURN_IF_ERROR(
+        out_->Write(reinterpret_cast<const char*>(h), sizeof h));
+    BBPROF_RETURN_IF_ERROR(
+        out_->Write(reinterpret_cast<const char*>(buf_.data()), buf_.size()));
+    buf_.clear();
+    block_messages_ = 0;
+    prev_ts_ = 0;
+    prev_callid_ = 0;
+    prev_pathid_ = 0;
+    return Status::Ok();
+  }
+
+  static constexpr uint32_t kUndefined = UINT32_MAX;
+  std::unique_ptr<OutputStream> out_;
+  const NodeTable* nodes_;
+  std::vector<uint8_t> buf_;
+  std::vector<uint32_t> file_ids_;
+  uint32_t next_file_id_ = 0;
+  uint32_t block_messages_ = 0;
+  TimeNs prev_ts_ = 0;
+  uint64_t prev_callid_ = 0;
+  uint64_t prev_pathid_ = 0;
+  bool header_written_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+bool ParseCanonicalUnsigned(std::string_view token, uint64_t* value) {
+  if (token.empty() || token.size() > 20) return false;
+  if (token[0] == '0' && token.size() > 1) return false;
+  for (char c : token) {
+    if (c < '0' || c > '9') return false;
+  }
+  auto r = std::from_chars(token.data(), token.data() + token.size(), *value);
+  return r.ec == std::errc() && r.ptr == token.data() + token.size();
+}
+
+Result<std::unique_ptr<TraceReader>> NewBinaryReader(
+    std::unique_ptr<InputStream> in, std::string path,
+    std::shared_ptr<NodeTable> nodes, const ReaderOptions& options) {
+  auto reader = std::make_unique<BinaryReader>(std::move(in), std::move(path),
+                                               std::move(nodes), options);
+  BBPROF_RETURN_IF_ERROR(reader->Open());
+  return std::unique_ptr<TraceReader>(std::move(reader));
+}
+
+std::unique_ptr<TraceWriter> NewBinaryWriter(std::unique_ptr<OutputStream> out,
+                                             const NodeTable* nodes) {
+  return std::make_unique<BinaryWriter>(std::move(out), nodes);
+}
+
+}  // namespace bbprof::trace
