@@ -20,7 +20,7 @@ echo "=== 1. a synthetic multi-tier trace with ground truth (samples/multitier-a
 "$BBPROF" maketrace samples/multitier-added-delay.conf -o "$OUT/multitier.trace" --seed 1
 
 echo "=== 2. what is in it" >&2
-head -n 6 "$OUT/multitier.trace"
+"$BBPROF" stats "$OUT/multitier.trace"
 
 echo "=== 3. causal path patterns, ranked (nesting algorithm, section 5.1)" >&2
 "$BBPROF" nest "$OUT/multitier.trace" --top 6 --json "$OUT/result.json" --svg "$OUT/svg"
