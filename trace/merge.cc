@@ -26,13 +26,14 @@ struct Input {
     Kind kind;
     std::string callid, pathid;
   };
+  bool in_memory = false;  // --sort: records come from `sorted`
   std::vector<Owned> sorted;
   size_t pos = 0;
   Owned cur;
   size_t meta_done = 0;
 
   bool Advance() {
-    if (!sorted.empty() || pos > 0) {
+    if (in_memory) {
       if (pos >= sorted.size()) return false;
       cur = std::move(sorted[pos++]);
       return true;
@@ -89,6 +90,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
     // Sorting needs every record in memory (about 64 bytes a message plus
     // its strings).
     for (size_t i = 0; i < inputs.size(); ++i) {
+      in[i].in_memory = true;
       Record rec;
       while (in[i].reader->Next(rec)) {
         in[i].sorted.push_back({rec.ts_ns, rec.sender, rec.receiver, rec.kind,
@@ -97,7 +99,6 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
       if (!in[i].reader->status().ok()) return in[i].reader->status();
       std::stable_sort(in[i].sorted.begin(), in[i].sorted.end(),
                        [](const Input::Owned& a, const Input::Owned& b) { return a.ts < b.ts; });
-      if (in[i].sorted.empty()) in[i].pos = 1;  // exhausted
     }
   }
 

@@ -60,6 +60,11 @@ TEST(MergeTest, SortOrdersAnUnsortedTrace) {
             "#bbprof-trace 1\n#meta merged=1 dedup_window_ns=1000000\n"
             "1.000000000\tMSG\tA\tB\t-\n2.000000000\tCALL\tA\tB\t1\n"
             "3.000000000\tRET\tB\tA\t1\n");
+  // An empty input beside it changes nothing.
+  std::string e = dir.Write("e.trace", "#bbprof-trace 1\n");
+  auto with_empty = MergeTraces({u, e}, dir.File("s2.trace"), opts);
+  ASSERT_TRUE(with_empty.ok()) << with_empty.status().message();
+  EXPECT_EQ(with_empty->written, 3u);
   // Without --sort the same input is an error naming the line.
   auto bad = MergeTraces({u}, dir.File("x.trace"), MergeOptions{});
   ASSERT_FALSE(bad.ok());
