@@ -118,18 +118,9 @@ class BinaryReader final : public TraceReader {
                            " (this bbprof reads version 1)");
     }
     offset_ = sizeof head;
-    has_pending_ = Advance(pending_);
-    return status_;
+    return ReadAheadFirstRecord();
   }
 
-  bool Next(Record& rec) override {
-    if (has_pending_) {
-      has_pending_ = false;
-      rec = pending_;
-      return true;
-    }
-    return Advance(rec);
-  }
 
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
 
@@ -313,7 +304,7 @@ class BinaryReader final : public TraceReader {
     }
   }
 
-  bool Advance(Record& rec) {
+  bool Advance(Record& rec) override {
     for (;;) {
       if (p_ >= end_) {
         if (!LoadBlock()) return false;
@@ -370,8 +361,6 @@ class BinaryReader final : public TraceReader {
   std::vector<NodeId> file_nodes_;  // file-local id -> NodeTable id
   char callid_buf_[24] = {};
   char pathid_buf_[24] = {};
-  Record pending_;
-  bool has_pending_ = false;
 };
 
 class BinaryWriter final : public TraceWriter {

@@ -39,7 +39,14 @@ class TraceReader {
   // Reads the next record. Returns false at the end of the input or on an
   // error; status() tells which. rec's callid/pathid views stay valid until
   // the next call.
-  virtual bool Next(Record& rec) = 0;
+  bool Next(Record& rec) {
+    if (has_pending_) {
+      has_pending_ = false;
+      rec = pending_;
+      return true;
+    }
+    return Advance(rec);
+  }
 
   const Status& status() const { return status_; }
   // Bodies of the "#meta" lines seen so far (without the "#meta " prefix).
@@ -58,12 +65,29 @@ class TraceReader {
  protected:
   TraceReader(std::string path, std::shared_ptr<NodeTable> nodes)
       : path_(std::move(path)), nodes_(std::move(nodes)) {}
+
+  // Decodes the next record from the input (what Next() hands out).
+  virtual bool Advance(Record& rec) = 0;
+  // Called by a reader's opening code: reads ahead to the first record, so
+  // that the header's meta lines are all in meta() and a malformed start is
+  // reported at open time. Returns status().
+  const Status& ReadAheadFirstRecord() {
+    has_pending_ = Advance(pending_);
+    return status_;
+  }
+
   std::string path_;
   std::shared_ptr<NodeTable> nodes_;
   Status status_;
   std::vector<std::string> meta_;
   uint64_t bad_lines_ = 0;
   std::string first_bad_error_;
+
+ private:
+  // The first record, read ahead at open (views into the reader's buffer,
+  // which the reader keeps until its next Advance()).
+  Record pending_;
+  bool has_pending_ = false;
 };
 
 // Opens a trace file ("-" = standard input). Names are interned into

@@ -41,20 +41,8 @@ class TextReader final : public TraceReader {
         buf_(kReadChunk + kMaxLineBytes + 1) {}
 
   // Reads up to the first record, collecting the header and meta lines.
-  Status ReadHeader() {
-    has_pending_ = Advance(pending_);
-    if (!status_.ok()) return status_;
-    return Status::Ok();
-  }
+  Status ReadHeader() { return ReadAheadFirstRecord(); }
 
-  bool Next(Record& rec) override {
-    if (has_pending_) {
-      has_pending_ = false;
-      rec = pending_;
-      return true;
-    }
-    return Advance(rec);
-  }
 
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
 
@@ -103,7 +91,7 @@ class TextReader final : public TraceReader {
     return false;
   }
 
-  bool Advance(Record& rec) {
+  bool Advance(Record& rec) override {
     std::string_view line;
     while (NextLine(&line)) {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
@@ -232,8 +220,6 @@ class TextReader final : public TraceReader {
   bool eof_ = false;
   uint64_t line_no_ = 0;
   TimeNs last_ts_ = INT64_MIN;
-  Record pending_;
-  bool has_pending_ = false;
   std::string last_name_storage_;
   std::string_view last_name_;
   NodeId last_id_ = 0;
