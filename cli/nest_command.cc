@@ -111,13 +111,15 @@ int Run(std::span<const std::string> args) {
   const nlohmann::ordered_json doc = nesting::ResultToJson(*result);
   // The pictures are drawn from the same JSON document that --json writes,
   // so 'bbprof render' on that file gives the same bytes.
+  // viz/ reads plain nlohmann::json; convert the ordered document once.
+  const nlohmann::json plain =
+      cl.Has("svg") || cl.Has("dot") ? nlohmann::json(doc) : nlohmann::json();
   for (const auto& [flag, format] : {std::pair{"svg", viz::Format::kSvg},
                                      std::pair{"dot", viz::Format::kDot}}) {
     if (!cl.Has(flag)) continue;
     viz::RenderOptions render_opts;
     render_opts.format = format;
-    Status s = viz::RenderResultToDir(nlohmann::json::parse(doc.dump()), render_opts,
-                                      cl.Get<std::string>(flag));
+    Status s = viz::RenderResultToDir(plain, render_opts, cl.Get<std::string>(flag));
     if (!s.ok()) return cl.Fail(s.WithContext(cl.Get<std::string>(flag)));
   }
   if (cl.Has("json")) {
