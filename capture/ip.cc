@@ -16,6 +16,8 @@ IpResult Fail(std::string_view reason) {
 void SetPayload(IpResult& r, std::span<const std::byte> packet, size_t start,
                 size_t declared_end) {
   size_t end = declared_end;
+  r.declared_payload_length =
+      declared_end > start ? static_cast<uint32_t>(declared_end - start) : 0;
   if (end > packet.size()) {
     end = packet.size();
     r.truncated = true;

@@ -30,6 +30,9 @@ struct IpResult {
   // removed); `truncated` when the capture holds less than the header says.
   std::span<const std::byte> payload;
   bool truncated = false;
+  // What the header declares the payload's length to be: larger than
+  // payload.size() when `truncated` (TCP must then report the rest as a hole).
+  uint32_t declared_payload_length = 0;
 };
 
 IpResult ParseIp(NetProto proto, std::span<const std::byte> packet);

@@ -12,16 +12,23 @@ void TcpReassembler::Deliver(trace::TimeNs ts, std::span<const std::byte> data,
 
 void TcpReassembler::Add(uint32_t seq, trace::TimeNs ts,
                          std::span<const std::byte> data,
-                         StreamListener& out) {
-  if (data.empty()) return;
+                         StreamListener& out, uint32_t missing_tail) {
+  if (data.empty() && missing_tail == 0) return;
   if (!started_) Start(seq);
   // Signed distance handles wraparound: a segment is at most 2^31 away.
   int64_t rel = static_cast<int32_t>(seq - next_seq_);
   int64_t start = static_cast<int64_t>(next_abs_) + rel;
   int64_t end = start + static_cast<int64_t>(data.size());
-  if (end <= static_cast<int64_t>(next_abs_)) {
+  if (end + missing_tail <= static_cast<int64_t>(next_abs_)) {
     stats_.retransmitted_bytes += data.size();
     return;
+  }
+  if (end <= static_cast<int64_t>(next_abs_)) {
+    // Only the uncaptured tail is new; skip into it.
+    data = {};
+    missing_tail = static_cast<uint32_t>(end + missing_tail -
+                                         static_cast<int64_t>(next_abs_));
+    start = end = static_cast<int64_t>(next_abs_);
   }
   if (start < static_cast<int64_t>(next_abs_)) {
     size_t dup = static_cast<size_t>(static_cast<int64_t>(next_abs_) - start);
@@ -32,6 +39,7 @@ void TcpReassembler::Add(uint32_t seq, trace::TimeNs ts,
   uint64_t ustart = static_cast<uint64_t>(start);
   if (ustart == next_abs_) {
     Deliver(ts, data, out);
+    if (missing_tail > 0) Hole(missing_tail, out);
     Drain(out);
     return;
   }
@@ -52,7 +60,8 @@ void TcpReassembler::Add(uint32_t seq, trace::TimeNs ts,
     if (it != pending_.end() && it->first < uend) piece_end = it->first;
     if (piece_end > pos) {
       auto piece = data.subspan(pos - ustart, piece_end - pos);
-      pending_.emplace(pos, Pending{ts, {piece.begin(), piece.end()}});
+      uint32_t tail = piece_end == uend ? missing_tail : 0;
+      pending_.emplace(pos, Pending{ts, {piece.begin(), piece.end()}, tail});
       buffered_ += piece.size();
     }
     if (it == pending_.end() || it->first >= uend) break;
@@ -77,17 +86,24 @@ void TcpReassembler::Drain(StreamListener& out) {
     buffered_ -= p.data.size();
     // Entries never overlap one another, but one may start before next_abs_.
     uint64_t skip = next_abs_ - first;
-    if (skip >= p.data.size()) continue;
-    Deliver(p.ts, std::span<const std::byte>(p.data).subspan(skip), out);
+    uint64_t end = first + p.data.size() + p.hole_after;
+    if (skip < p.data.size()) {
+      Deliver(p.ts, std::span<const std::byte>(p.data).subspan(skip), out);
+    }
+    if (end > next_abs_) Hole(end - next_abs_, out);
   }
 }
 
+void TcpReassembler::Hole(uint64_t length, StreamListener& out) {
+  stats_.gap_bytes += length;
+  out.OnHole(length);
+  next_abs_ += length;
+  next_seq_ += static_cast<uint32_t>(length);
+}
+
 void TcpReassembler::SkipToFirstPending(StreamListener& out) {
-  uint64_t hole = pending_.begin()->first - next_abs_;
-  stats_.gap_bytes += hole;
-  out.OnHole(hole);
-  next_abs_ += hole;
-  next_seq_ += static_cast<uint32_t>(hole);
+  uint64_t first = pending_.begin()->first;
+  if (first > next_abs_) Hole(first - next_abs_, out);
   Drain(out);
 }
 

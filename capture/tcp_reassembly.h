@@ -44,8 +44,17 @@ class TcpReassembler {
     started_ = true;
     next_seq_ = next_seq;
   }
+  // `missing_tail`: bytes of the segment after `data` that were not captured
+  // (snap length); they become a hole right away instead of a gap that waits
+  // for the buffer cap, so a short snap length still yields every message
+  // whose start was captured.
   void Add(uint32_t seq, trace::TimeNs ts, std::span<const std::byte> data,
-           StreamListener& out);
+           StreamListener& out, uint32_t missing_tail = 0);
+  // Capture time of the oldest segment waiting behind a hole (0 if none):
+  // the flow table flushes holes older than its reorder window.
+  trace::TimeNs oldest_pending_ts() const {
+    return pending_.empty() ? 0 : pending_.begin()->second.ts;
+  }
   // Declares every remaining hole and delivers what was buffered.
   void Flush(StreamListener& out);
   size_t buffered() const { return buffered_; }
@@ -55,7 +64,9 @@ class TcpReassembler {
   struct Pending {
     trace::TimeNs ts;
     std::vector<std::byte> data;
+    uint32_t hole_after = 0;  // uncaptured bytes right after `data`
   };
+  void Hole(uint64_t length, StreamListener& out);
   void Deliver(trace::TimeNs ts, std::span<const std::byte> data,
                StreamListener& out);
   void Drain(StreamListener& out);

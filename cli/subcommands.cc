@@ -1,5 +1,6 @@
 // The subcommand table. To add one: write cli/NAME_command.{h,cc} exporting
 // `extern const Subcommand kNameCommand;`, include it here and add a row.
+#include "cli/capture_command.h"
 #include "cli/convert_command.h"
 #include "cli/eval_command.h"
 #include "cli/nest_command.h"
@@ -14,6 +15,7 @@ namespace bbprof::cli {
 
 std::span<const Subcommand> AllSubcommands() {
   static const Subcommand kTable[] = {
+      kCaptureCommand,
       kStatsCommand,
       kMergeCommand,
       kConvertCommand,

@@ -405,6 +405,8 @@ class BinaryWriter final : public TraceWriter {
     return MaybeFlush();
   }
 
+  uint64_t bytes_encoded() const override { return flushed_ + buf_.size(); }
+
   Status Close() override {
     if (closed_) return Status::Error("trace writer closed twice");
     closed_ = true;
@@ -470,6 +472,7 @@ class BinaryWriter final : public TraceWriter {
     uint8_t h[kBinaryFileHeaderBytes];
     std::memcpy(h, kBinaryMagic.data(), kBinaryMagic.size());
     StoreU32(kBinaryVersion, h + kBinaryMagic.size());
+    flushed_ += sizeof h;
     return out_->Write(reinterpret_cast<const char*>(h), sizeof h);
   }
 
@@ -486,6 +489,7 @@ class BinaryWriter final : public TraceWriter {
         out_->Write(reinterpret_cast<const char*>(h), sizeof h));
     BBPROF_RETURN_IF_ERROR(
         out_->Write(reinterpret_cast<const char*>(buf_.data()), buf_.size()));
+    flushed_ += sizeof h + buf_.size();
     buf_.clear();
     block_messages_ = 0;
     prev_ts_ = 0;
@@ -506,6 +510,7 @@ class BinaryWriter final : public TraceWriter {
   uint64_t prev_pathid_ = 0;
   bool header_written_ = false;
   bool closed_ = false;
+  uint64_t flushed_ = 0;
 };
 
 }  // namespace

@@ -52,6 +52,8 @@ class TextWriter final : public TraceWriter {
     return MaybeFlush();
   }
 
+  uint64_t bytes_encoded() const override { return flushed_ + buf_.size(); }
+
   Status Close() override {
     if (closed_) return Status::Error("trace writer closed twice");
     closed_ = true;
@@ -67,6 +69,7 @@ class TextWriter final : public TraceWriter {
   }
   Status Flush() {
     Status s = out_->Write(buf_.data(), buf_.size());
+    flushed_ += buf_.size();
     buf_.clear();
     return s;
   }
@@ -74,6 +77,7 @@ class TextWriter final : public TraceWriter {
   std::unique_ptr<OutputStream> out_;
   const NodeTable* nodes_;
   std::vector<char> buf_;
+  uint64_t flushed_ = 0;
   bool closed_ = false;
 };
 

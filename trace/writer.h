@@ -30,6 +30,9 @@ class TraceWriter {
   // Flushes and moves the file into place. Without it nothing is left behind.
   virtual Status Close() = 0;
   uint64_t records_written() const { return records_; }
+  // Bytes of the (uncompressed) encoding produced so far, buffered bytes
+  // included: what a size-rotated output (capture -C) measures.
+  virtual uint64_t bytes_encoded() const = 0;
 
  protected:
   uint64_t records_ = 0;

@@ -153,6 +153,7 @@ class HttpDecoder final : public StreamDecoder {
     if (s.state == State::kTunnel) {
       return;
     }
+    if (dir == Direction::kToClient) response_bytes_ += data.size();
     s.buf.Append(ts, data);
     Parse(dir, s);
   }
@@ -169,6 +170,7 @@ class HttpDecoder final : public StreamDecoder {
     if (s.buf.AbsorbGap(length)) {
       return;
     }
+    if (dir == Direction::kToClient) lost_response_bytes_ += length;
     StartResync(dir, s);
   }
 
@@ -408,12 +410,27 @@ class HttpDecoder final : public StreamDecoder {
       return;
     }
     if (response_lost_ && pending_.size() > 1) {
-      // A hole swallowed response(s): pair with the latest request, which is
-      // right for non-pipelined connections (docs/decoders.md).
-      sink_.Count("http_response_lost", pending_.size() - 1);
-      pending_.erase(pending_.begin(), pending_.end() - 1);
+      // A hole swallowed response(s). Responses answer requests in order
+      // (RFC 9112 section 9.3.2), so the count lost decides the pairing:
+      // estimate it from the hole's size over this connection's mean
+      // response size (at least one; a hole of unknown size counts one).
+      // On a non-pipelined connection this pairs with the latest request;
+      // on a pipelined one it keeps the queue aligned (docs/decoders.md).
+      uint64_t lost = 1;
+      if (responses_ > 0 && lost_response_bytes_ > 0) {
+        double mean = static_cast<double>(response_bytes_) /
+                      static_cast<double>(responses_);
+        double k = static_cast<double>(lost_response_bytes_) / mean;
+        lost = std::max<uint64_t>(1, static_cast<uint64_t>(k + 0.5));
+      }
+      lost = std::min<uint64_t>(lost, pending_.size() - 1);
+      sink_.Count("http_response_lost", lost);
+      pending_.erase(pending_.begin(),
+                     pending_.begin() + static_cast<std::ptrdiff_t>(lost));
     }
     response_lost_ = false;
+    lost_response_bytes_ = 0;
+    ++responses_;
     if (pending_.empty()) {
       sink_.Count("http_unmatched_response");
       sink_.Emit({trace::Kind::kMessage, Direction::kToClient, ts, 0, false});
@@ -538,6 +555,11 @@ class HttpDecoder final : public StreamDecoder {
   std::deque<Request> pending_;
   uint32_t next_token_ = 0;
   bool response_lost_ = false;
+  // For the number of responses a hole swallowed: bytes and responses seen
+  // in the server's direction, and the size of the holes since the last.
+  uint64_t response_bytes_ = 0;
+  uint64_t responses_ = 0;
+  uint64_t lost_response_bytes_ = 0;
   bool h2_checked_ = false;
   std::unique_ptr<StreamDecoder> h2_;
 };

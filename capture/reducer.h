@@ -1,0 +1,137 @@
+// The packet core's stateful half: reduces captured frames to trace records
+// (paper sections 6.1 and 6.2). Frames are peeled (link.h, ip.h,
+// transport.h), IP fragments reassembled, packets grouped into flows, TCP
+// streams put in order, and each flow's payload handed to the decoder chosen
+// for it (a forced choice, else a well-known port, else a content probe,
+// else the generic request/response rule). Decoder events become records:
+// the flow knows which endpoint is the client, names both at the chosen
+// granularity, and makes the callid (flow serial << 32 | the decoder's
+// token) unique between the two nodes. Records leave through a reorder
+// buffer in timestamp order.
+//
+// Nothing here touches libpcap (style.md: PcapPlusPlus keeps Packet++ free of
+// it): callers feed frames, tests feed byte arrays.
+#ifndef BBPROF_CAPTURE_REDUCER_H_
+#define BBPROF_CAPTURE_REDUCER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "capture/decoder.h"
+#include "capture/ip_fragments.h"
+#include "capture/naming.h"
+#include "capture/reorder_buffer.h"
+#include "capture/transport.h"
+#include "trace/node_table.h"
+
+namespace bbprof::capture {
+
+enum class Transport : uint8_t { kTcp = 6, kUdp = 17 };
+
+// --decode tcp/8080=http: the user's choice of decoder for a server port.
+struct ForcedDecoder {
+  Transport transport = Transport::kTcp;
+  uint16_t port = 0;
+  const DecoderInfo* decoder = nullptr;
+};
+// Parses "tcp/8080=http" or "udp/5353=dns"; on failure returns what is wrong.
+std::string ParseForcedDecoder(std::string_view text, ForcedDecoder* out);
+
+struct ReducerOptions {
+  Granularity granularity = Granularity::kHost;
+  NameMap names;
+  // Every UDP datagram and every decoded TCP message becomes a MSG record
+  // without callid: input for the convolution algorithm (section 5.2).
+  bool messages = false;
+  std::vector<ForcedDecoder> forced;
+  // How long records wait for stragglers (reassembly, out-of-order frames).
+  trace::TimeNs reorder_window = 2'000'000'000;
+  // Idle flows are ended (decoder flushed, memory freed) after these.
+  trace::TimeNs tcp_idle_timeout = 300'000'000'000;
+  trace::TimeNs udp_idle_timeout = 60'000'000'000;
+  // Per direction of a TCP connection, bytes held behind a hole.
+  size_t max_stream_buffer = 1u << 20;
+};
+
+class Reducer {
+ public:
+  Reducer(ReducerOptions options, trace::NodeTable* nodes,
+          ReorderBuffer::Output out);
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // One captured frame. `wire_length` is the frame's length on the wire
+  // (>= frame.size() when the snap length cut it). Returns an error only
+  // when writing the output fails; undecodable packets are counted.
+  Status AddFrame(uint32_t link_type, trace::TimeNs ts,
+                  std::span<const std::byte> frame, uint32_t wire_length);
+  // Ends every flow and writes every record held back. Call once at the end.
+  Status Finish();
+  // Writes every record held back without ending flows (file rotation:
+  // each file then holds what was captured before it closed).
+  Status FlushRecords();
+
+  // Counters by name: packets, flows, records by kind, and every reason a
+  // packet or message could not be decoded (docs/capture.md lists them).
+  std::map<std::string, uint64_t, std::less<>> counters() const;
+  void Count(std::string_view reason, uint64_t n = 1);
+  size_t live_flows() const { return flows_.size(); }
+  uint64_t packets() const { return packets_; }
+
+  struct Flow;  // defined in reducer.cc
+  struct FlowKey {
+    uint8_t proto;
+    bool v6;
+    std::array<uint8_t, 16> a, b;  // a < b, or a == b and pa <= pb
+    uint16_t pa, pb;
+    bool operator==(const FlowKey&) const = default;
+  };
+
+ private:
+  struct FlowKeyHash {
+    size_t operator()(const FlowKey& k) const;
+  };
+  friend struct FlowSink;
+
+  void TransportLayer(const IpResult& ip, trace::TimeNs ts,
+                      std::span<const std::byte> payload, bool truncated,
+                      uint32_t declared_length);
+  void HandleTcp(const Endpoint& src, const Endpoint& dst, trace::TimeNs ts,
+                 const TcpHeader& tcp, uint32_t missing);
+  void HandleUdp(const Endpoint& src, const Endpoint& dst, trace::TimeNs ts,
+                 std::span<const std::byte> payload);
+  Flow* NewFlow(const FlowKey& key, Transport t, const Endpoint& client,
+                const Endpoint& server, trace::TimeNs ts);
+  const DecoderInfo* DecoderForPort(Transport t, uint16_t port) const;
+  void EndFlow(Flow& flow, trace::TimeNs ts);
+  void Sweep(trace::TimeNs now);
+  void EmitEvent(Flow& flow, const AppEvent& event);
+  trace::NodeId NodeFor(const Endpoint& e, bool is_server);
+
+  ReducerOptions options_;
+  Namer namer_;
+  trace::NodeTable* nodes_;
+  ReorderBuffer reorder_;
+  FragmentReassembler fragments_;
+  std::unordered_map<FlowKey, std::unique_ptr<Flow>, FlowKeyHash> flows_;
+  std::map<std::pair<Endpoint, bool>, trace::NodeId> node_cache_;
+  std::map<std::string, uint64_t, std::less<>> counters_;
+  uint64_t next_serial_ = 1;
+  // Hot counters live in fields, not in the map.
+  uint64_t packets_ = 0, bytes_ = 0;
+  uint64_t calls_ = 0, returns_ = 0, messages_ = 0;
+  uint64_t retransmitted_bytes_ = 0, gap_bytes_ = 0;  // of ended flows
+  trace::TimeNs now_ = 0;
+  trace::TimeNs next_sweep_ = 0;
+};
+
+}  // namespace bbprof::capture
+
+#endif  // BBPROF_CAPTURE_REDUCER_H_

@@ -1,0 +1,70 @@
+// Puts capture records back in timestamp order. A record is stamped with
+// the capture time of its first packet, but it is known only when its bytes
+// are decoded, which TCP reassembly may delay (a segment waiting behind a
+// hole) and IP fragments may delay; a trace must be in non-decreasing time
+// order (shared/spec/trace-format.md). Records wait here until the packet
+// clock has moved `window` past them. One that arrives later than that (a
+// hole filled after the window) is written at the last released time and
+// counted, never dropped and never written out of order.
+#ifndef BBPROF_CAPTURE_REORDER_BUFFER_H_
+#define BBPROF_CAPTURE_REORDER_BUFFER_H_
+
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <vector>
+
+#include "base/status.h"
+#include "trace/record.h"
+
+namespace bbprof::capture {
+
+// A trace record whose callid is a number (flow serial << 32 | token).
+struct CapturedRecord {
+  trace::TimeNs ts = 0;
+  trace::NodeId sender = 0;
+  trace::NodeId receiver = 0;
+  trace::Kind kind = trace::Kind::kMessage;
+  bool has_callid = false;
+  uint64_t callid = 0;
+};
+
+class ReorderBuffer {
+ public:
+  using Output = std::function<Status(const trace::Record&)>;
+  ReorderBuffer(trace::TimeNs window, Output out)
+      : window_(window), out_(std::move(out)) {}
+
+  void Push(const CapturedRecord& rec);
+  // Writes every record older than `now - window`.
+  Status Release(trace::TimeNs now);
+  // Writes everything (end of capture, or a file rotation).
+  Status Flush();
+
+  size_t size() const { return heap_.size(); }
+  uint64_t late_records() const { return late_; }
+
+ private:
+  struct Entry {
+    CapturedRecord rec;
+    uint64_t seq;  // arrival order: keeps equal timestamps stable
+  };
+  struct Later {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.rec.ts != b.rec.ts ? a.rec.ts > b.rec.ts : a.seq > b.seq;
+    }
+  };
+  Status WriteTop();
+
+  trace::TimeNs window_;
+  Output out_;
+  std::priority_queue<Entry, std::vector<Entry>, Later> heap_;
+  uint64_t seq_ = 0;
+  bool released_any_ = false;
+  trace::TimeNs last_released_ = 0;
+  uint64_t late_ = 0;
+};
+
+}  // namespace bbprof::capture
+
+#endif  // BBPROF_CAPTURE_REORDER_BUFFER_H_

@@ -1,0 +1,413 @@
+// bbprof capture: reduces packets to trace records (paper sections 6.1, 6.2),
+// live from an interface or from pcap/pcapng files, with tcpdump's flags.
+// The work is in capture/: PacketSource (libpcap), Reducer (flows, decoders,
+// naming), TraceOutput (files, rotation). This file is the daemon around
+// them: flags, privilege dropping, signals, counters.
+#include "cli/capture_command.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#endif
+
+#include <grp.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "base/progress.h"
+#include "capture/pcap_source.h"
+#include "capture/reducer.h"
+#include "capture/trace_output.h"
+#include "cli/command_line.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_report = 0;
+std::atomic<capture::PacketSource*> g_source{nullptr};
+
+void OnSignal(int sig) {
+  if (sig == SIGUSR1) {
+    g_report = 1;
+  } else {
+    g_stop = 1;
+  }
+  // pcap_breakloop is documented as safe to call from a signal handler.
+  if (capture::PacketSource* s = g_source.load()) s->BreakLoop();
+}
+
+void InstallSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = &OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocking read returns to the loop
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);
+}
+
+// -Z USER: after the interface is open, become USER (tcpdump -Z).
+Status DropPrivileges(const std::string& user) {
+  struct passwd* pw = getpwnam(user.c_str());
+  if (pw == nullptr) return Status::Error("-Z: no such user '" + user + "'");
+  if (geteuid() != 0) {
+    if (pw->pw_uid == geteuid()) return Status::Ok();
+    return Status::Error("-Z " + user + ": only root can change user");
+  }
+  if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
+      setuid(pw->pw_uid) != 0) {
+    return Status::Error("-Z " + user + ": cannot change to this user");
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> CounterLines(
+    const capture::Reducer& reducer, const capture::PacketSource* live) {
+  std::vector<std::string> lines;
+  std::string body = "capture_stats";
+  if (live != nullptr) {
+    capture::SourceStats s = live->Stats();
+    body += " kernel_received=" + std::to_string(s.received) +
+            " kernel_drops=" + std::to_string(s.kernel_drops) +
+            " interface_drops=" + std::to_string(s.if_drops);
+  }
+  for (const auto& [name, n] : reducer.counters()) {
+    body += " " + name + "=" + std::to_string(n);
+  }
+  lines.push_back(body);
+  return lines;
+}
+
+void PrintCounters(const capture::Reducer& reducer,
+                   const capture::PacketSource* live) {
+  std::string out = "bbprof capture: counters\n";
+  if (live != nullptr) {
+    capture::SourceStats s = live->Stats();
+    out += "  kernel_received " + std::to_string(s.received) + "\n";
+    out += "  kernel_drops " + std::to_string(s.kernel_drops) + "\n";
+    out += "  interface_drops " + std::to_string(s.if_drops) + "\n";
+  }
+  for (const auto& [name, n] : reducer.counters()) {
+    out += "  " + name + " " + std::to_string(n) + "\n";
+  }
+  std::fputs(out.c_str(), stderr);
+}
+
+bool ParseSeconds(const std::string& text, trace::TimeNs* out) {
+  trace::TimeNs ns = 0;
+  if (!trace::ParseSecondsFlag(text, &ns) || ns < 0) return false;
+  *out = ns;
+  return true;
+}
+
+int Run(std::span<const std::string> args) {
+  CommandLine cl(
+      "capture",
+      "(-i IFACE | -r FILE...) [-o OUT] [options] [FILTER...]",
+      "Reduces packets to a trace of calls and returns (or, with --messages, "
+      "of messages),\npassively: live from an interface (a mirrored switch "
+      "port) or from pcap/pcapng\nfiles. TCP streams are reassembled; ONC "
+      "RPC, DNS, HTTP/1.x, HTTP/2 and gRPC are\ndecoded by their framing, "
+      "Redis and memcached by theirs, any other TCP protocol\nby the generic "
+      "request/response rule. Node names are IP addresses (host\n"
+      "granularity) or server IP:port (service granularity), renamed by "
+      "--names.\nUndecodable packets are counted by reason, never fatal; the "
+      "counters are printed\nat exit (and on SIGUSR1) and written as #meta "
+      "lines at the end of every file.\nSIGINT or SIGTERM stops a live "
+      "capture cleanly: nothing captured is lost.");
+  cl.options().add_options()
+      ("interface,i", po::value<std::string>(), "capture live on IFACE")
+      ("read,r", po::value<std::vector<std::string>>(),
+       "read a pcap/pcapng file ('-' = standard input; .gz/.zst read "
+       "compressed); several are read in order as one capture")
+      ("output,o", po::value<std::string>()->default_value("-"),
+       "output trace ('-' = standard output), or a folder for rotated files")
+      ("format", po::value<std::string>(),
+       "output form: text or binary (default: from OUT's name; text in a "
+       "folder)")
+      ("rotate-size,C", po::value<uint64_t>(),
+       "start a new file in the OUT folder once one holds about this many "
+       "million bytes (uncompressed)")
+      ("rotate-seconds,G", po::value<std::string>(),
+       "start a new file in the OUT folder every this many seconds of "
+       "capture time")
+      ("snaplen,s", po::value<int>()->default_value(262144),
+       "bytes to capture of each packet (live)")
+      ("buffer-size,B", po::value<int>(),
+       "kernel capture buffer in KiB (live; larger means fewer drops)")
+      ("filter,f", po::value<std::string>(),
+       "BPF filter expression (or give it as trailing words)")
+      ("user,Z", po::value<std::string>(),
+       "drop privileges to USER once the interface is open")
+      ("no-promiscuous-mode,p", "do not put the interface in promiscuous mode")
+      ("count,c", po::value<uint64_t>(), "stop after this many packets")
+      ("list-interfaces,D", "list the interfaces libpcap can capture on")
+      ("granularity", po::value<std::string>()->default_value("host"),
+       "node names: host (IP address) or service (server IP:port, client IP)")
+      ("names", po::value<std::string>(),
+       "map file: 'ADDRESS|CIDR|IP:PORT NAME' per line (docs/capture.md)")
+      ("decode", po::value<std::vector<std::string>>(),
+       "force a decoder on a server port: tcp/8080=http, udp/5353=dns "
+       "(repeatable; see --list-decoders)")
+      ("list-decoders", "list the decoders and their well-known ports")
+      ("messages", "emit every UDP datagram and TCP message as a MSG record "
+                   "(for bbprof convolve)")
+      ("reorder-window", po::value<std::string>()->default_value("2"),
+       "seconds records wait for late packets before being written")
+      ("capture-host", po::value<std::string>(),
+       "record in #meta which host this capture was taken on (for "
+       "bbprof skewer --estimate)");
+  cl.AddPositional("FILTER", "BPF filter words, as tcpdump takes them", 0, -1);
+  cl.SetEpilog(
+      "Examples:\n"
+      "  bbprof capture -r dump.pcap -o dump.trace\n"
+      "  sudo bbprof capture -i eth1 -Z nobody -o traces/ -G 600 tcp port 80 "
+      "or port 53\n"
+      "  bbprof capture -r dump.pcapng --granularity service --names hosts.map "
+      "--decode tcp/8080=http -o -\n"
+      "Exit status: 0 done (a live capture stopped by SIGINT/SIGTERM is done),"
+      " 1 bad input\nor I/O error (what was decoded before it is still "
+      "written), 2 bad usage, 130 an\noffline read interrupted.");
+  if (auto rc = cl.Parse(args)) return *rc;
+
+  if (cl.Has("list-interfaces")) {
+    auto list = capture::PacketSource::ListInterfaces();
+    if (!list.ok()) return cl.Fail(list.status());
+    for (const std::string& s : *list) std::cout << s << "\n";
+    return kExitOk;
+  }
+  if (cl.Has("list-decoders")) {
+    for (const capture::DecoderInfo& d : capture::AllDecoders()) {
+      std::string line = d.name;
+      for (uint16_t p : d.tcp_ports) line += " tcp/" + std::to_string(p);
+      for (uint16_t p : d.udp_ports) line += " udp/" + std::to_string(p);
+      std::cout << line << "\n";
+    }
+    return kExitOk;
+  }
+
+  bool live = cl.Has("interface");
+  std::vector<std::string> files;
+  if (cl.Has("read")) files = cl.Get<std::vector<std::string>>("read");
+  if (live == !files.empty()) {
+    return cl.UsageError(live ? "give -i or -r, not both"
+                              : "missing -i IFACE or -r FILE");
+  }
+  std::string filter;
+  if (cl.Has("filter")) filter = cl.Get<std::string>("filter");
+  for (const std::string& w : cl.Positional("FILTER")) {
+    if (cl.Has("filter")) {
+      return cl.UsageError("give the filter with -f or as trailing words, "
+                           "not both (stray '" + w + "')");
+    }
+    filter += (filter.empty() ? "" : " ") + w;
+  }
+
+  capture::ReducerOptions ro;
+  if (!capture::ParseGranularity(cl.Get<std::string>("granularity"),
+                                 &ro.granularity)) {
+    return cl.UsageError("--granularity must be host or service, not '" +
+                         cl.Get<std::string>("granularity") + "'");
+  }
+  if (cl.Has("names")) {
+    auto map = capture::NameMap::Load(cl.Get<std::string>("names"));
+    if (!map.ok()) return cl.Fail(map.status());
+    ro.names = std::move(*map);
+  }
+  if (cl.Has("decode")) {
+    for (const std::string& d : cl.Get<std::vector<std::string>>("decode")) {
+      capture::ForcedDecoder f;
+      if (std::string why = capture::ParseForcedDecoder(d, &f); !why.empty()) {
+        return cl.UsageError("--decode: " + why);
+      }
+      ro.forced.push_back(f);
+    }
+  }
+  ro.messages = cl.Has("messages");
+  if (!ParseSeconds(cl.Get<std::string>("reorder-window"), &ro.reorder_window)) {
+    return cl.UsageError("--reorder-window must be a number of seconds, not '" +
+                         cl.Get<std::string>("reorder-window") + "'");
+  }
+
+  capture::OutputOptions oo;
+  oo.path = cl.Get<std::string>("output");
+  struct stat st {};
+  oo.directory = (oo.path != "-" && stat(oo.path.c_str(), &st) == 0 &&
+                  S_ISDIR(st.st_mode)) ||
+                 (!oo.path.empty() && oo.path.back() == '/');
+  if ((cl.Has("rotate-size") || cl.Has("rotate-seconds")) && !oo.directory) {
+    return cl.UsageError("-C and -G rotate files in a folder: give -o an "
+                         "existing folder (or a name ending in '/')");
+  }
+  if (oo.directory && stat(oo.path.c_str(), &st) != 0 &&
+      mkdir(oo.path.c_str(), 0777) != 0) {
+    return cl.Fail("cannot create folder '" + oo.path + "'");
+  }
+  oo.format = oo.directory ? trace::TraceFormat::kText
+                           : trace::FormatForPath(oo.path);
+  if (cl.Has("format") &&
+      !trace::ParseTraceFormat(cl.Get<std::string>("format"), &oo.format)) {
+    return cl.UsageError("--format must be text or binary, not '" +
+                         cl.Get<std::string>("format") + "'");
+  }
+  if (cl.Has("rotate-size")) {
+    uint64_t mb = cl.Get<uint64_t>("rotate-size");
+    if (mb == 0) return cl.UsageError("-C must be at least 1");
+    oo.rotate_bytes = mb * 1'000'000;
+  }
+  if (cl.Has("rotate-seconds") &&
+      (!ParseSeconds(cl.Get<std::string>("rotate-seconds"), &oo.rotate_interval) ||
+       oo.rotate_interval <= 0)) {
+    return cl.UsageError("-G must be a positive number of seconds, not '" +
+                         cl.Get<std::string>("rotate-seconds") + "'");
+  }
+  int snaplen = cl.Get<int>("snaplen");
+  if (snaplen <= 0) return cl.UsageError("-s must be positive");
+  uint64_t max_packets = cl.Has("count") ? cl.Get<uint64_t>("count") : 0;
+
+  // Open the packet sources first: a missing interface, a permission
+  // problem or a bad filter is reported before any output exists.
+  std::vector<std::unique_ptr<capture::PacketSource>> sources;
+  if (live) {
+    capture::LiveOptions lo;
+    lo.interface = cl.Get<std::string>("interface");
+    lo.snaplen = snaplen;
+    lo.promiscuous = !cl.Has("no-promiscuous-mode");
+    if (cl.Has("buffer-size")) {
+      int kib = cl.Get<int>("buffer-size");
+      if (kib <= 0 || kib > 2 * 1024 * 1024) {
+        return cl.UsageError("-B must be between 1 and 2097152 KiB");
+      }
+      lo.buffer_bytes = kib * 1024;
+    }
+    auto src = capture::PacketSource::OpenLive(lo);
+    if (!src.ok()) return cl.Fail(src.status());
+    sources.push_back(std::move(*src));
+  } else {
+    for (const std::string& f : files) {
+      auto src = capture::PacketSource::OpenFile(f);
+      if (!src.ok()) return cl.Fail(src.status());
+      sources.push_back(std::move(*src));
+    }
+  }
+  for (auto& s : sources) {
+    if (Status st2 = s->SetFilter(filter); !st2.ok()) {
+      return cl.UsageError(st2.message());
+    }
+  }
+  if (cl.Has("user")) {
+    if (Status s = DropPrivileges(cl.Get<std::string>("user")); !s.ok()) {
+      return cl.Fail(s);
+    }
+  }
+
+  std::string granularity = cl.Get<std::string>("granularity");
+  std::string header = "source=capture";
+  header += live ? " iface=" + sources[0]->name() : " files=" + std::to_string(files.size());
+  header += " snaplen=" + std::to_string(sources[0]->snaplen()) +
+            " granularity=" + granularity +
+            " mode=" + (ro.messages ? "messages" : "calls");
+  if (!filter.empty() && filter.find('\n') == std::string::npos) {
+    header += " filter=\"" + filter + "\"";
+  }
+  oo.header_meta.push_back(header);
+  if (!live) {
+    for (const std::string& f : files) {
+      if (f.find_first_of(" \t\n") == std::string::npos) {
+        oo.header_meta.push_back("capture_file=" + f);
+      }
+    }
+  }
+  if (cl.Has("capture-host")) {
+    oo.header_meta.push_back("capture_host=" + cl.Get<std::string>("capture-host"));
+  }
+
+  trace::NodeTable nodes;
+  std::unique_ptr<capture::Reducer> reducer;
+  const capture::PacketSource* live_source = live ? sources[0].get() : nullptr;
+  capture::TraceOutput output(oo, &nodes, [&]() {
+    return CounterLines(*reducer, live_source);
+  });
+  reducer = std::make_unique<capture::Reducer>(
+      ro, &nodes, [&](const trace::Record& r) { return output.Write(r); });
+
+  InstallSignals();
+  Progress progress(live ? "capturing (packets)" : "reading (packets)", 0,
+                    cl.quiet());
+  Status failure;
+  bool interrupted = false;
+  for (auto& src : sources) {
+    g_source.store(src.get());
+    uint32_t link = src->link_type();
+    auto on_frame = [&](const capture::Frame& f) {
+      if (!failure.ok()) return;
+      Status s = reducer->AddFrame(link, f.ts, f.data, f.wire_length);
+      if (!s.ok()) {
+        failure = s;
+        src->BreakLoop();
+      }
+    };
+    while (failure.ok()) {
+      if (g_stop) {
+        interrupted = true;
+        break;
+      }
+      if (g_report) {
+        g_report = 0;
+        PrintCounters(*reducer, live_source);
+      }
+      int budget = -1;
+      if (max_packets > 0) {
+        uint64_t left = max_packets - reducer->packets();
+        if (left == 0) break;
+        budget = static_cast<int>(std::min<uint64_t>(left, 1u << 16));
+      }
+      auto n = src->Dispatch(budget, on_frame);
+      if (!n.ok()) {
+        failure = n.status();
+        break;
+      }
+      progress.Update(reducer->packets());
+      if (src->at_end()) break;
+    }
+    g_source.store(nullptr);
+    if (interrupted || !failure.ok()) break;
+  }
+  progress.Finish();
+
+  // Whatever happened, write what was decoded and close the files cleanly.
+  Status finish = reducer->Finish();
+  Status close = output.Close();
+  if (!cl.quiet()) PrintCounters(*reducer, live_source);
+  if (!finish.ok()) return cl.Fail(finish);
+  if (!close.ok()) return cl.Fail(close);
+  if (!failure.ok()) {
+    return cl.Fail(failure.message() +
+                   " (the records decoded before it were written)");
+  }
+  Inform(cl, "wrote " + std::to_string(reducer->counters().at("records_call") +
+                                       reducer->counters().at("records_ret") +
+                                       reducer->counters().at("records_msg")) +
+                 " records to " +
+                 (oo.directory ? std::to_string(output.files().size()) +
+                                     " file(s) in " + oo.path
+                               : oo.path));
+  return interrupted && !live ? kExitInterrupted : kExitOk;
+}
+
+}  // namespace
+
+const Subcommand kCaptureCommand = {
+    "capture",
+    "reduce packets (live or pcap/pcapng files) to a trace of calls and returns",
+    Run};
+
+}  // namespace bbprof::cli
