@@ -309,6 +309,14 @@ int Run(std::span<const std::string> args) {
     }
   }
 
+  if (live) {
+    // As tcpdump does: tells a person (or a script waiting to start load)
+    // that packets are being captured from now on.
+    Inform(cl, "listening on " + sources[0]->name() + ", link type " +
+                   std::to_string(sources[0]->link_type()) +
+                   ", snapshot length " + std::to_string(sources[0]->snaplen()) +
+                   " bytes");
+  }
   std::string granularity = cl.Get<std::string>("granularity");
   std::string header = "source=capture";
   header += live ? " iface=" + sources[0]->name() : " files=" + std::to_string(files.size());
