@@ -38,6 +38,37 @@ int CookieClose(void* cookie) {
   return 0;
 }
 
+// Some tools write the classic pcap header's version fields in the wrong
+// byte order (2.4 read as 512.1024); libpcap refuses such files, Wireshark
+// reads them. This stream fixes the two fields on the way in.
+class VersionFixStream final : public trace::InputStream {
+ public:
+  explicit VersionFixStream(std::unique_ptr<trace::InputStream> in)
+      : in_(std::move(in)) {}
+  Result<size_t> Read(char* buf, size_t size) override {
+    Result<size_t> n = in_->Read(buf, size);
+    if (!n.ok()) return n;
+    for (size_t i = 0; i < *n; ++i, ++pos_) {
+      if (pos_ >= 4 && pos_ < 8) buf[i] = kFix[le_ ? pos_ - 4 : pos_];
+      if (pos_ == 0) le_ = static_cast<unsigned char>(buf[i]) == 0xd4 ||
+                           static_cast<unsigned char>(buf[i]) == 0x4d;
+    }
+    return n;
+  }
+  uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+
+ private:
+  // Version 2.4 little-endian, then (indexed from 4) big-endian.
+  static constexpr char kFix[8] = {2, 0, 4, 0, 0, 2, 0, 4};
+  std::unique_ptr<trace::InputStream> in_;
+  uint64_t pos_ = 0;
+  bool le_ = true;
+};
+
+bool HasSwappedVersion(const std::string& err) {
+  return err.find("512.1024") != std::string::npos;
+}
+
 bool StartsCompressed(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return false;
@@ -69,12 +100,19 @@ Result<std::unique_ptr<PacketSource>> PacketSource::OpenFile(
   std::unique_ptr<PacketSource> src(new PacketSource());
   src->impl_ = std::make_unique<Impl>();
   src->name_ = path == "-" ? std::string("standard input") : path;
-  if (path != "-" && !StartsCompressed(path)) {
+  bool plain = path != "-" && !StartsCompressed(path);
+  if (plain) {
     src->impl_->pcap = pcap_open_offline_with_tstamp_precision(
         path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
-  } else {
+  }
+  bool fix_version = plain && src->impl_->pcap == nullptr &&
+                     HasSwappedVersion(err);
+  if (!plain || fix_version) {
     auto in = trace::OpenInputStream(path);
     if (!in.ok()) return in.status();
+    if (fix_version) {
+      *in = std::make_unique<VersionFixStream>(std::move(*in));
+    }
     cookie_io_functions_t io{};
     io.read = &CookieRead;
     io.close = &CookieClose;

@@ -75,5 +75,40 @@ TEST(TcpReassemblyTest, GapDeclaredAtFlushAndAtCap) {
   EXPECT_EQ(c.last_ts, 7);
 }
 
+TEST(TcpReassemblyTest, SnappedSegmentsBecomeHolesAtOnce) {
+  TcpReassembler r;
+  Collect c;
+  r.Start(0);
+  // "abcdefgh" and "ijkl" sent, each captured only in part.
+  r.Add(0, 1, AsBytes("abc"), c, 5);
+  EXPECT_EQ(c.text, "abc[gap 5]");
+  r.Add(8, 2, AsBytes("ij"), c, 2);
+  EXPECT_EQ(c.text, "abc[gap 5]ij[gap 2]");
+  EXPECT_EQ(r.buffered(), 0u);
+  EXPECT_EQ(r.stats().gap_bytes, 7u);
+}
+
+TEST(TcpReassemblyTest, SnappedSegmentOutOfOrderKeepsItsHole) {
+  TcpReassembler r;
+  Collect c;
+  r.Start(0);
+  r.Add(4, 2, AsBytes("ef"), c, 2);  // "efgh" captured as "ef", early
+  r.Add(8, 3, AsBytes("ij"), c);
+  EXPECT_EQ(c.text, "");
+  EXPECT_EQ(r.oldest_pending_ts(), 2);
+  r.Add(0, 1, AsBytes("abcd"), c);
+  EXPECT_EQ(c.text, "abcdef[gap 2]ij");
+  EXPECT_EQ(r.oldest_pending_ts(), 0);
+}
+
+TEST(TcpReassemblyTest, RetransmissionCoveringOnlyASnappedTail) {
+  TcpReassembler r;
+  Collect c;
+  r.Start(0);
+  r.Add(0, 1, AsBytes("ab"), c, 4);  // "abcdef": the hole covers "cdef"
+  r.Add(0, 2, AsBytes("ab"), c, 6);  // same bytes, longer: "abcdefgh"
+  EXPECT_EQ(c.text, "ab[gap 4][gap 2]");
+}
+
 }  // namespace
 }  // namespace bbprof::capture

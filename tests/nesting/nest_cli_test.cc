@@ -7,24 +7,14 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
 
 namespace {
 
 using bbprof::testing::ReadFile;
+using bbprof::testing::RunCli;
 using bbprof::testing::TempDir;
-
-int RunCli(const std::string& args, std::string* out) {
-  std::string cmd = std::string(BBPROF_BINARY) + " " + args + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return -1;
-  char buf[4096];
-  size_t n;
-  out->clear();
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
-  int st = pclose(f);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 const char kTrace[] =
     "0.000 CALL client WS 1\n0.001 CALL WS DB 2\n0.0035 RET DB WS 2\n0.004 RET WS client 1\n";

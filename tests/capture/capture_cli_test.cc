@@ -1,0 +1,222 @@
+// `bbprof capture` through the binary, on pcap files the tests write with
+// libpcap: output, timestamps, compressed and piped input, rotation, and
+// every error path with its exit code.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "capture/transport.h"
+#include "tests/capture/packet_builder.h"
+#include "tests/util/run_cli.h"
+#include "tests/util/temp_dir.h"
+
+namespace bbprof::capture {
+namespace {
+
+using testing::Addr;
+using testing::PacketBuilder;
+using testing::PcapWriter;
+using testing::ReadFile;
+using testing::RunCli;
+using testing::TempDir;
+
+constexpr int64_t kT0 = 1'700'000'000'123'456'789;  // nanoseconds
+constexpr int64_t kMs = 1'000'000;
+
+std::string Req(int i) { return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost: h\r\n\r\n"; }
+std::string Resp() { return "HTTP/1.1 204 No Content\r\n\r\n"; }
+
+// `n` HTTP exchanges, one every `gap` ns, on one connection.
+void WriteHttp(PcapWriter& w, int n, int64_t gap, int64_t t0 = kT0) {
+  Addr c{"192.168.1.10", 41000}, s{"192.168.1.20", 80};
+  uint32_t cs = 1, ss = 1;
+  for (int i = 0; i < n; ++i) {
+    std::string q = Req(i), a = Resp();
+    w.Add(t0 + i * gap, PacketBuilder::Ethernet(PacketBuilder::Tcp(c, s, cs, kTcpAck, q), false));
+    w.Add(t0 + i * gap + 2 * kMs,
+          PacketBuilder::Ethernet(PacketBuilder::Tcp(s, c, ss, kTcpAck, a), false));
+    cs += static_cast<uint32_t>(q.size());
+    ss += static_cast<uint32_t>(a.size());
+  }
+}
+
+size_t CountLines(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(CaptureCliTest, ReadsAPcapIntoATraceWithNanosecondTimes) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("a.pcap"));
+    ASSERT_TRUE(w.ok());
+    WriteHttp(w, 3, 10 * kMs);
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -r " + dir.File("a.pcap") + " -o " + dir.File("a.trace"), &out), 0)
+      << out;
+  std::string t = ReadFile(dir.File("a.trace"));
+  EXPECT_NE(t.find("#meta source=capture files=1"), std::string::npos) << t;
+  EXPECT_NE(t.find("1700000000.123456789\tCALL\t192.168.1.10\t192.168.1.20\t4294967296\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("1700000000.125456789\tRET\t192.168.1.20\t192.168.1.10\t4294967296\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(CountLines(t, "\tCALL\t"), 3u);
+  EXPECT_EQ(CountLines(t, "\tRET\t"), 3u);
+  EXPECT_NE(t.find("#meta capture_stats "), std::string::npos);
+  EXPECT_NE(t.find(" packets=6 "), std::string::npos) << t;
+  EXPECT_NE(out.find("wrote 6 records"), std::string::npos) << out;
+  // The trace is a valid input for the rest of the tool.
+  ASSERT_EQ(RunCli("stats " + dir.File("a.trace"), &out), 0) << out;
+}
+
+TEST(CaptureCliTest, MicrosecondPcapGzipAndStandardInput) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("u.pcap"), /*nano=*/false);
+    WriteHttp(w, 2, 10 * kMs);
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -r " + dir.File("u.pcap") + " -o " + dir.File("u.trace"), &out), 0);
+  std::string plain = ReadFile(dir.File("u.trace"));
+  EXPECT_NE(plain.find("1700000000.123456000\tCALL"), std::string::npos) << plain;
+
+  ASSERT_EQ(std::system(("gzip -k " + dir.File("u.pcap")).c_str()), 0);
+  ASSERT_EQ(RunCli("capture --quiet -r " + dir.File("u.pcap.gz") + " -o " + dir.File("g.trace"),
+                   &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCli("capture --quiet -r - -o " + dir.File("s.trace") + " < " + dir.File("u.pcap"),
+                   &out),
+            0)
+      << out;
+  auto records = [](const std::string& t) { return t.substr(t.find("\n1700")); };
+  std::string g = ReadFile(dir.File("g.trace")), s = ReadFile(dir.File("s.trace"));
+  EXPECT_EQ(records(g).substr(0, 200), records(plain).substr(0, 200));
+  EXPECT_EQ(CountLines(s, "\tCALL\t"), 2u);
+}
+
+TEST(CaptureCliTest, TruncatedPcapFailsNamingTheFileAndKeepsWhatWasRead) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("t.pcap"));
+    WriteHttp(w, 20, 10 * kMs);
+  }
+  std::string full = ReadFile(dir.File("t.pcap"));
+  dir.Write("cut.pcap", full.substr(0, full.size() - 30));
+  std::string out;
+  EXPECT_EQ(RunCli("capture -r " + dir.File("cut.pcap") + " -o " + dir.File("t.trace"), &out), 1);
+  EXPECT_NE(out.find(dir.File("cut.pcap")), std::string::npos) << out;
+  EXPECT_NE(out.find("truncated"), std::string::npos) << out;
+  EXPECT_NE(out.find("the records decoded before it were written"), std::string::npos) << out;
+  std::string t = ReadFile(dir.File("t.trace"));
+  EXPECT_EQ(CountLines(t, "\tCALL\t"), 20u) << t;
+  EXPECT_EQ(CountLines(t, "\tRET\t"), 19u) << t;
+}
+
+TEST(CaptureCliTest, RotatesIntoAFolderOfCompleteTraces) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("r.pcap"));
+    WriteHttp(w, 35, 100 * kMs);  // 3.5 s of capture
+  }
+  std::string out;
+  std::string folder = dir.File("traces") + "/";
+  ASSERT_EQ(RunCli("capture --quiet -r " + dir.File("r.pcap") + " -o " + folder + " -G 1", &out),
+            0)
+      << out;
+  size_t files = 0, calls = 0;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) {
+    ++files;
+    std::string t = ReadFile(e.path().string());
+    EXPECT_EQ(t.rfind("#bbprof-trace 1\n#meta source=capture", 0), 0u) << e.path();
+    EXPECT_NE(t.find("#meta capture_stats"), std::string::npos) << e.path();
+    calls += CountLines(t, "\tCALL\t");
+    std::string stats_out;
+    EXPECT_EQ(RunCli("stats " + e.path().string(), &stats_out), 0) << stats_out;
+  }
+  EXPECT_EQ(files, 4u);
+  EXPECT_EQ(calls, 35u);
+}
+
+TEST(CaptureCliTest, MessagesModeCountAndBinaryOutput) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("m.pcap"));
+    WriteHttp(w, 5, 10 * kMs);
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture --quiet --messages -r " + dir.File("m.pcap") + " -o " +
+                       dir.File("m.bbt"),
+                   &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCli("convert " + dir.File("m.bbt") + " " + dir.File("m.trace"), &out), 0);
+  std::string t = ReadFile(dir.File("m.trace"));
+  EXPECT_EQ(CountLines(t, "\tMSG\t"), 10u);
+  EXPECT_EQ(CountLines(t, "\tCALL\t"), 0u);
+  EXPECT_NE(t.find("mode=messages"), std::string::npos);
+
+  ASSERT_EQ(RunCli("capture --quiet -c 3 -r " + dir.File("m.pcap") + " -o " + dir.File("c.trace"),
+                   &out),
+            0);
+  EXPECT_NE(ReadFile(dir.File("c.trace")).find(" packets=3 "), std::string::npos);
+}
+
+TEST(CaptureCliTest, FilterAndNamesApply) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("f.pcap"));
+    WriteHttp(w, 2, 10 * kMs);
+    Addr stub{"192.168.1.10", 5353}, other{"192.168.1.99", 5353};
+    w.Add(kT0 + 50 * kMs, PacketBuilder::Ethernet(PacketBuilder::Udp(stub, other, "zz"), false));
+  }
+  std::string map = dir.Write("n.map", "192.168.1.10 frontend\n192.168.1.20:80 web\n");
+  std::string out;
+  ASSERT_EQ(RunCli("capture --quiet -r " + dir.File("f.pcap") + " -o " + dir.File("f.trace") +
+                       " --names " + map + " tcp port 80",
+                   &out),
+            0)
+      << out;
+  std::string t = ReadFile(dir.File("f.trace"));
+  EXPECT_NE(t.find("\tCALL\tfrontend\tweb\t"), std::string::npos) << t;
+  EXPECT_NE(t.find(" packets=4 "), std::string::npos) << t;  // the UDP one filtered
+  EXPECT_NE(t.find("filter=\"tcp port 80\""), std::string::npos) << t;
+}
+
+TEST(CaptureCliTest, ErrorsAreClearWithMeaningfulExitCodes) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("e.pcap"));
+    WriteHttp(w, 1, kMs);
+  }
+  std::string pcap = dir.File("e.pcap"), out;
+  EXPECT_EQ(RunCli("capture -o -", &out), 2);
+  EXPECT_NE(out.find("missing -i IFACE or -r FILE"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("capture -i lo -r " + pcap, &out), 2);
+  EXPECT_EQ(RunCli("capture -r " + pcap + " -f 'port 80' tcp", &out), 2);
+  EXPECT_EQ(RunCli("capture -r " + pcap + " port eighty", &out), 2);
+  EXPECT_NE(out.find("bad filter 'port eighty'"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("capture -r " + pcap + " --decode tcp/80=gopher", &out), 2);
+  EXPECT_NE(out.find("unknown decoder 'gopher'"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("capture -r " + pcap + " --granularity process", &out), 2);
+  EXPECT_EQ(RunCli("capture -r " + pcap + " -o " + dir.File("x.trace") + " -G 10", &out), 2);
+  EXPECT_NE(out.find("rotate files in a folder"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("capture -r " + dir.File("missing.pcap"), &out), 1);
+  EXPECT_NE(out.find("missing.pcap"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("capture -r " + dir.Write("not.pcap", "hello, world\n"), &out), 1);
+  EXPECT_NE(out.find("not a capture libpcap can read"), std::string::npos) << out;
+  std::string bad_map = dir.Write("bad.map", "10.0.0.1 ok\nnonsense\n");
+  EXPECT_EQ(RunCli("capture -r " + pcap + " --names " + bad_map, &out), 1);
+  EXPECT_NE(out.find(bad_map + ":2: "), std::string::npos) << out;
+  EXPECT_EQ(RunCli("capture -i bbprof-no-such-if0 -o -", &out), 1);
+  EXPECT_NE(out.find("bbprof-no-such-if0"), std::string::npos) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir.File("x.trace")));
+}
+
+}  // namespace
+}  // namespace bbprof::capture

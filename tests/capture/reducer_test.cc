@@ -1,0 +1,358 @@
+// The reducer end to end on constructed frames: flows, orientation, decoder
+// choice, callids, reordering, holes, snap length, UDP, fragments, naming.
+#include "capture/reducer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "capture/link.h"
+#include "tests/capture/packet_builder.h"
+
+namespace bbprof::capture {
+namespace {
+
+using testing::Addr;
+using testing::PacketBuilder;
+using Bytes = PacketBuilder::Bytes;
+
+constexpr trace::TimeNs kMs = 1'000'000;
+
+struct Out {
+  trace::TimeNs ts;
+  std::string kind, sender, receiver, callid;
+};
+
+class Harness {
+ public:
+  explicit Harness(ReducerOptions o = {})
+      : reducer_(std::move(o), &nodes_, [this](const trace::Record& r) {
+          out.push_back({r.ts_ns, std::string(trace::KindName(r.kind)),
+                         std::string(nodes_.Name(r.sender)),
+                         std::string(nodes_.Name(r.receiver)),
+                         std::string(r.callid)});
+          return Status::Ok();
+        }) {}
+
+  void Frame(trace::TimeNs ts, const Bytes& ip, bool v6 = false,
+             size_t snap = 0) {
+    Bytes f = PacketBuilder::Ethernet(ip, v6);
+    std::span<const std::byte> data(f);
+    if (snap > 0 && snap < f.size()) data = data.first(snap);
+    ASSERT_TRUE(reducer_
+                    .AddFrame(kLinkEthernet, ts, data,
+                              static_cast<uint32_t>(f.size()))
+                    .ok());
+  }
+  void Finish() { ASSERT_TRUE(reducer_.Finish().ok()); }
+  uint64_t Counter(const std::string& name) const {
+    auto c = reducer_.counters();
+    auto it = c.find(name);
+    return it == c.end() ? 0 : it->second;
+  }
+  std::string Kinds() const {
+    std::string s;
+    for (const Out& o : out) s += o.kind + " ";
+    return s;
+  }
+
+  std::vector<Out> out;
+  Reducer& reducer() { return reducer_; }
+
+ private:
+  trace::NodeTable nodes_;
+  Reducer reducer_;
+};
+
+const Addr kClient{"10.0.0.1", 40000};
+const Addr kWeb{"10.0.0.2", 80};
+
+std::string Get(const std::string& path) {
+  return "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+}
+std::string Ok(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
+// One HTTP/1.1 connection with two requests, handshake and close.
+void HttpConnection(Harness& h, const Addr& c, const Addr& s, trace::TimeNs t0,
+                    uint32_t cseq = 1000, uint32_t sseq = 5000) {
+  std::string r1 = Get("/a"), r2 = Get("/b"), a1 = Ok("hello"), a2 = Ok("x");
+  h.Frame(t0, PacketBuilder::Tcp(c, s, cseq, kTcpSyn, ""));
+  h.Frame(t0 + 1, PacketBuilder::Tcp(s, c, sseq, kTcpSyn | kTcpAck, ""));
+  uint32_t cs = cseq + 1, ss = sseq + 1;
+  h.Frame(t0 + 1 * kMs, PacketBuilder::Tcp(c, s, cs, kTcpAck, r1));
+  cs += static_cast<uint32_t>(r1.size());
+  h.Frame(t0 + 3 * kMs, PacketBuilder::Tcp(s, c, ss, kTcpAck, a1));
+  ss += static_cast<uint32_t>(a1.size());
+  h.Frame(t0 + 4 * kMs, PacketBuilder::Tcp(c, s, cs, kTcpAck, r2));
+  cs += static_cast<uint32_t>(r2.size());
+  h.Frame(t0 + 7 * kMs, PacketBuilder::Tcp(s, c, ss, kTcpAck, a2));
+  ss += static_cast<uint32_t>(a2.size());
+  h.Frame(t0 + 8 * kMs, PacketBuilder::Tcp(c, s, cs, kTcpFin | kTcpAck, ""));
+  h.Frame(t0 + 9 * kMs, PacketBuilder::Tcp(s, c, ss, kTcpFin | kTcpAck, ""));
+}
+
+TEST(ReducerTest, HttpConnectionBecomesPairedCallsAndReturns) {
+  Harness h;
+  HttpConnection(h, kClient, kWeb, 0);
+  h.Finish();
+  ASSERT_EQ(h.out.size(), 4u) << h.Kinds();
+  EXPECT_EQ(h.Kinds(), "CALL RET CALL RET ");
+  EXPECT_EQ(h.out[0].sender, "10.0.0.1");
+  EXPECT_EQ(h.out[0].receiver, "10.0.0.2");
+  EXPECT_EQ(h.out[1].sender, "10.0.0.2");
+  EXPECT_EQ(h.out[0].ts, 1 * kMs);
+  EXPECT_EQ(h.out[1].ts, 3 * kMs);
+  EXPECT_EQ(h.out[0].callid, h.out[1].callid);
+  EXPECT_EQ(h.out[2].callid, h.out[3].callid);
+  EXPECT_NE(h.out[0].callid, h.out[2].callid);
+  // Flow serial 1 in the high 32 bits.
+  EXPECT_EQ(std::stoull(h.out[0].callid) >> 32, 1u);
+  EXPECT_EQ(h.Counter("tcp_flows"), 1u);
+  EXPECT_EQ(h.Counter("live_flows"), 0u);  // FIN both ways ended it
+}
+
+TEST(ReducerTest, CallidsDifferBetweenConnectionsAndOnReuse) {
+  Harness h;
+  HttpConnection(h, kClient, kWeb, 0);
+  HttpConnection(h, kClient, kWeb, 20 * kMs);  // same four-tuple, new SYN
+  HttpConnection(h, {"10.0.0.1", 40001}, kWeb, 40 * kMs);
+  h.Finish();
+  ASSERT_EQ(h.out.size(), 12u);
+  EXPECT_NE(h.out[0].callid, h.out[4].callid);
+  EXPECT_NE(h.out[4].callid, h.out[8].callid);
+  EXPECT_EQ(h.Counter("tcp_flows"), 3u);
+}
+
+TEST(ReducerTest, MidstreamFlowsFindTheServerByPort) {
+  Harness h;
+  // Joined after the handshake; the server's response comes first, from
+  // the HTTP port, so 10.0.0.2 is the server although it spoke first.
+  h.Frame(0, PacketBuilder::Tcp(kWeb, kClient, 500, kTcpAck, Ok("early")));
+  h.Frame(1 * kMs, PacketBuilder::Tcp(kClient, kWeb, 900, kTcpAck, Get("/")));
+  h.Frame(2 * kMs, PacketBuilder::Tcp(
+                       kWeb, kClient,
+                       500 + static_cast<uint32_t>(Ok("early").size()),
+                       kTcpAck, Ok("ok")));
+  h.Finish();
+  EXPECT_EQ(h.Counter("tcp_flows_midstream"), 1u);
+  ASSERT_EQ(h.out.size(), 3u) << h.Kinds();
+  EXPECT_EQ(h.out[1].kind, "CALL");
+  EXPECT_EQ(h.out[1].sender, "10.0.0.1");
+  EXPECT_EQ(h.out[2].kind, "RET");
+  EXPECT_EQ(h.out[2].callid, h.out[1].callid);
+}
+
+TEST(ReducerTest, UnknownPortsUseTheGenericRuleWithTheLowerPortServing) {
+  Harness h;
+  Addr server{"10.0.0.9", 7000}, client{"10.0.0.1", 51000};
+  h.Frame(0, PacketBuilder::Tcp(client, server, 1, kTcpAck, "PING\r\n"));
+  h.Frame(1 * kMs, PacketBuilder::Tcp(server, client, 1, kTcpAck, "+PONG\r\n"));
+  h.Frame(2 * kMs, PacketBuilder::Tcp(client, server, 7, kTcpAck, "PING\r\n"));
+  h.Frame(3 * kMs, PacketBuilder::Tcp(server, client, 8, kTcpAck, "+PONG\r\n"));
+  h.Finish();
+  ASSERT_EQ(h.Kinds(), "CALL RET CALL RET ");
+  EXPECT_EQ(h.out[0].sender, "10.0.0.1");
+  EXPECT_EQ(h.out[0].receiver, "10.0.0.9");
+}
+
+TEST(ReducerTest, OutOfOrderSegmentsAreReassembledAndRecordsStayOrdered) {
+  Harness h;
+  std::string req = Get("/long-path-split-in-two");
+  std::string first = req.substr(0, 10), second = req.substr(10);
+  Addr other_client{"10.0.0.3", 40000};
+  h.Frame(0, PacketBuilder::Tcp(kClient, kWeb, 1, kTcpSyn, ""));
+  // The second half is captured first; the first half 2 ms later.
+  h.Frame(1 * kMs, PacketBuilder::Tcp(kClient, kWeb, 12, kTcpAck, second));
+  // Meanwhile another connection makes a call at 2 ms.
+  h.Frame(2 * kMs, PacketBuilder::Tcp(other_client, kWeb, 1, kTcpAck, Get("/")));
+  h.Frame(3 * kMs, PacketBuilder::Tcp(kClient, kWeb, 2, kTcpAck, first));
+  h.Finish();
+  ASSERT_EQ(h.out.size(), 2u);
+  EXPECT_EQ(h.out[0].sender, "10.0.0.3");
+  EXPECT_EQ(h.out[1].sender, "10.0.0.1");
+  EXPECT_EQ(h.out[1].ts, 3 * kMs);  // the packet with the request's first byte
+  for (size_t i = 1; i < h.out.size(); ++i) EXPECT_LE(h.out[i - 1].ts, h.out[i].ts);
+}
+
+TEST(ReducerTest, AHoleOlderThanTheWindowIsDeclaredAndCallsGoOn) {
+  ReducerOptions o;
+  o.reorder_window = 100 * kMs;
+  Harness h(o);
+  std::string r1 = Get("/1"), lost = Get("/lost"), r3 = Get("/3");
+  uint32_t seq = 1;
+  h.Frame(0, PacketBuilder::Tcp(kClient, kWeb, seq, kTcpAck, r1));
+  seq += static_cast<uint32_t>(r1.size() + lost.size());  // never captured
+  h.Frame(10 * kMs, PacketBuilder::Tcp(kClient, kWeb, seq, kTcpAck, r3));
+  // Time moves on with other traffic; the hole is declared, /3 decoded.
+  for (int i = 1; i <= 10; ++i) {
+    h.Frame(i * 50 * kMs,
+            PacketBuilder::Udp({"10.0.0.7", 999}, {"10.0.0.8", 998}, "x"));
+  }
+  EXPECT_EQ(h.out.size(), 2u) << h.Kinds();
+  h.Finish();
+  ASSERT_EQ(h.out.size(), 2u);
+  EXPECT_EQ(h.out[1].ts, 10 * kMs);
+  EXPECT_EQ(h.Counter("tcp_gap_bytes"), lost.size());
+  EXPECT_EQ(h.Counter("udp_no_decoder"), 10u);
+}
+
+TEST(ReducerTest, ShortSnapLengthStillPairsEveryExchange) {
+  Harness h;
+  std::string body(3000, 'b');
+  uint32_t cs = 1, ss = 1;
+  for (int i = 0; i < 5; ++i) {
+    std::string req = Get("/" + std::to_string(i));
+    std::string resp = Ok(body);
+    h.Frame(i * 10 * kMs, PacketBuilder::Tcp(kClient, kWeb, cs, kTcpAck, req),
+            false, 96);
+    cs += static_cast<uint32_t>(req.size());
+    h.Frame(i * 10 * kMs + 2 * kMs,
+            PacketBuilder::Tcp(kWeb, kClient, ss, kTcpAck, resp), false, 96);
+    ss += static_cast<uint32_t>(resp.size());
+  }
+  h.Finish();
+  EXPECT_EQ(h.Kinds(), "CALL RET CALL RET CALL RET CALL RET CALL RET ");
+  for (size_t i = 0; i + 1 < h.out.size(); i += 2) {
+    EXPECT_EQ(h.out[i].callid, h.out[i + 1].callid);
+  }
+  // Only the responses exceed 96 bytes.
+  EXPECT_EQ(h.Counter("tcp_segments_snapped"), 5u);
+}
+
+std::string DnsMessage(uint16_t id, bool response) {
+  std::string m;
+  m += static_cast<char>(id >> 8);
+  m += static_cast<char>(id & 0xFF);
+  m += response ? std::string("\x81\x80", 2) : std::string("\x01\x00", 2);
+  m += std::string("\x00\x01\x00\x00\x00\x00\x00\x00", 8);
+  m += std::string("\x03www\x07example\x03com\x00\x00\x01\x00\x01", 21);
+  return m;
+}
+
+TEST(ReducerTest, DnsOverUdpPairsByIdAndMessagesModeEmitsEveryDatagram) {
+  const Addr resolver{"10.0.0.53", 53}, stub{"10.0.0.1", 3333};
+  for (bool messages : {false, true}) {
+    ReducerOptions o;
+    o.messages = messages;
+    Harness h(o);
+    h.Frame(0, PacketBuilder::Udp(stub, resolver, DnsMessage(0x1234, false)));
+    h.Frame(1 * kMs, PacketBuilder::Udp(stub, resolver, DnsMessage(0x1235, false)));
+    h.Frame(2 * kMs, PacketBuilder::Udp(resolver, stub, DnsMessage(0x1235, true)));
+    h.Frame(3 * kMs, PacketBuilder::Udp(resolver, stub, DnsMessage(0x1234, true)));
+    h.Finish();
+    ASSERT_EQ(h.out.size(), 4u);
+    if (messages) {
+      EXPECT_EQ(h.Kinds(), "MSG MSG MSG MSG ");
+      EXPECT_EQ(h.out[0].callid, "");
+      EXPECT_EQ(h.out[2].sender, "10.0.0.53");
+    } else {
+      EXPECT_EQ(h.Kinds(), "CALL CALL RET RET ");
+      EXPECT_EQ(h.out[0].callid, h.out[3].callid);
+      EXPECT_EQ(h.out[1].callid, h.out[2].callid);
+      EXPECT_EQ(std::stoull(h.out[0].callid) & 0xFFFFFFFF, 0x1234u);
+    }
+  }
+}
+
+TEST(ReducerTest, FragmentedUdpDatagramIsReassembled) {
+  Harness h;
+  const Addr resolver{"10.0.0.53", 53}, stub{"10.0.0.1", 3333};
+  h.Frame(0, PacketBuilder::Udp(stub, resolver, DnsMessage(7, false)));
+  // The response's UDP datagram in two IPv4 fragments (offsets in 8 bytes).
+  Bytes udp = PacketBuilder::Udp(resolver, stub, DnsMessage(7, true));
+  Bytes l4(udp.begin() + 20, udp.end());
+  Bytes part1(l4.begin(), l4.begin() + 16), part2(l4.begin() + 16, l4.end());
+  h.Frame(2 * kMs, PacketBuilder::Ip(resolver.ip, stub.ip, 17, part2, 99,
+                                     static_cast<uint16_t>(16 / 8)));
+  h.Frame(3 * kMs, PacketBuilder::Ip(resolver.ip, stub.ip, 17, part1, 99, 0x2000));
+  h.Finish();
+  ASSERT_EQ(h.Kinds(), "CALL RET ");
+  EXPECT_EQ(h.out[1].ts, 2 * kMs);  // the earliest fragment's time
+  EXPECT_EQ(h.Counter("ip_fragments_reassembled"), 1u);
+}
+
+TEST(ReducerTest, ServiceGranularityAndNameMapOnIpv6) {
+  auto map = NameMap::Parse("2001:db8::1 web\n[2001:db8::2]:8080 api\n", "m");
+  ASSERT_TRUE(map.ok());
+  ReducerOptions o;
+  o.granularity = Granularity::kService;
+  o.names = *map;
+  Harness h(o);
+  Addr web{"2001:db8::1", 50000}, api{"2001:db8::2", 8080},
+      other{"2001:db8::3", 8080};
+  h.Frame(0, PacketBuilder::Tcp(web, api, 1, kTcpSyn, ""), true);
+  h.Frame(1 * kMs, PacketBuilder::Tcp(web, api, 2, kTcpAck, Get("/")), true);
+  h.Frame(2 * kMs, PacketBuilder::Tcp(web, other, 1, kTcpSyn, ""), true);
+  h.Frame(3 * kMs, PacketBuilder::Tcp(web, other, 2, kTcpAck, Get("/")), true);
+  h.Finish();
+  ASSERT_EQ(h.out.size(), 2u);
+  EXPECT_EQ(h.out[0].sender, "web");
+  EXPECT_EQ(h.out[0].receiver, "api");
+  EXPECT_EQ(h.out[1].receiver, "[2001:db8::3]:8080");
+}
+
+TEST(ReducerTest, ForcedDecoderOverridesPortAndProbe) {
+  ForcedDecoder f;
+  ASSERT_EQ(ParseForcedDecoder("tcp/80=generic", &f), "");
+  ReducerOptions o;
+  o.forced.push_back(f);
+  Harness h(o);
+  // Not HTTP at all: the http decoder would count garbage; generic pairs it.
+  h.Frame(0, PacketBuilder::Tcp(kClient, kWeb, 1, kTcpAck, "\x01\x02\x03"));
+  h.Frame(1 * kMs, PacketBuilder::Tcp(kWeb, kClient, 1, kTcpAck, "\x04\x05"));
+  h.Finish();
+  EXPECT_EQ(h.Kinds(), "CALL RET ");
+}
+
+TEST(ReducerTest, ForcedDecoderSyntaxErrorsSayWhatIsWrong) {
+  ForcedDecoder f;
+  EXPECT_NE(ParseForcedDecoder("tcp8080=http", &f).find("expected PROTO/PORT=DECODER"),
+            std::string::npos);
+  EXPECT_NE(ParseForcedDecoder("sctp/80=http", &f).find("not tcp or udp"),
+            std::string::npos);
+  EXPECT_NE(ParseForcedDecoder("tcp/99999=http", &f).find("not a port"),
+            std::string::npos);
+  EXPECT_NE(ParseForcedDecoder("tcp/80=gopher", &f).find("unknown decoder 'gopher'"),
+            std::string::npos);
+  EXPECT_NE(ParseForcedDecoder("udp/80=http", &f).find("does not decode udp"),
+            std::string::npos);
+}
+
+TEST(ReducerTest, UndecodablePacketsAreCountedByReason) {
+  Harness h;
+  Bytes arp(28, std::byte{0});
+  Bytes frame(12, std::byte{0x02});
+  PacketBuilder::Put16(frame, 0x0806);
+  frame.insert(frame.end(), arp.begin(), arp.end());
+  ASSERT_TRUE(h.reducer().AddFrame(kLinkEthernet, 0, frame, 42).ok());
+  h.Frame(1, PacketBuilder::Ip("10.0.0.1", "10.0.0.2", 1, Bytes(8)));  // ICMP
+  Bytes truncated = PacketBuilder::Tcp(kClient, kWeb, 1, kTcpAck, "");
+  truncated.resize(30);  // IP header, then 10 bytes of a 20-byte TCP header
+  h.Frame(2, truncated);
+  h.Finish();
+  EXPECT_EQ(h.Counter("non_ip_ethertype"), 1u);
+  EXPECT_EQ(h.Counter("not_tcp_or_udp"), 1u);
+  EXPECT_EQ(h.Counter("truncated_tcp") + h.Counter("ip_bad_total_length"), 1u);
+  EXPECT_EQ(h.Counter("packets"), 3u);
+  EXPECT_TRUE(h.out.empty());
+}
+
+TEST(ReducerTest, IdleFlowsEndAndFreeTheirState) {
+  ReducerOptions o;
+  o.tcp_idle_timeout = 1'000 * kMs;
+  Harness h(o);
+  h.Frame(0, PacketBuilder::Tcp(kClient, kWeb, 1, kTcpAck, Get("/")));
+  EXPECT_EQ(h.reducer().live_flows(), 1u);
+  h.Frame(5'000 * kMs,
+          PacketBuilder::Udp({"10.0.0.7", 999}, {"10.0.0.8", 998}, "x"));
+  EXPECT_EQ(h.Counter("flows_ended_idle"), 1u);
+  EXPECT_EQ(h.reducer().live_flows(), 1u);  // only the UDP flow
+  h.Finish();
+}
+
+}  // namespace
+}  // namespace bbprof::capture
