@@ -229,7 +229,7 @@ std::string DnsMessage(uint16_t id, bool response) {
   m += static_cast<char>(id & 0xFF);
   m += response ? std::string("\x81\x80", 2) : std::string("\x01\x00", 2);
   m += std::string("\x00\x01\x00\x00\x00\x00\x00\x00", 8);
-  m += std::string("\x03www\x07example\x03com\x00\x00\x01\x00\x01", 21);
+  m += std::string("\x03" "www" "\x07" "example" "\x03" "com" "\x00\x00\x01\x00\x01", 21);
   return m;
 }
 
