@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "capture/ip.h"
 #include "capture/link.h"
@@ -89,14 +90,23 @@ struct Reducer::Flow {
   bool undecodable = false;              // UDP: nothing recognised it
   std::unique_ptr<StreamDecoder> stream;
   std::unique_ptr<DatagramDecoder> datagram;
-  TcpReassembler reassembler[2];
-  DirectionListener listener[2];
-  uint64_t pending_gap[2] = {0, 0};  // holes before a decoder was chosen
-  bool fin[2] = {false, false};
-  bool delivered[2] = {false, false};
-
-  explicit Flow(size_t max_buffered)
-      : reassembler{TcpReassembler(max_buffered), TcpReassembler(max_buffered)} {}
+  // TCP only: most flows on a busy link are one-exchange UDP (DNS), so the
+  // stream state is allocated only where there is a stream.
+  struct TcpState {
+    explicit TcpState(size_t max_buffered)
+        : reassembler{TcpReassembler(max_buffered),
+                      TcpReassembler(max_buffered)} {}
+    TcpReassembler reassembler[2];
+    DirectionListener listener[2];
+    uint64_t pending_gap[2] = {0, 0};  // holes before a decoder was chosen
+    bool fin[2] = {false, false};
+    bool delivered[2] = {false, false};
+  };
+  std::unique_ptr<TcpState> tcp;
+  // Flows of one transport in order of last activity (intrusive list), so
+  // idle ones are found from the front without scanning the table.
+  Flow* older = nullptr;
+  Flow* newer = nullptr;
 
   // TCP: the decoder is chosen by the first bytes anybody sends, if no
   // forced choice or port chose it when the flow began.
@@ -120,9 +130,9 @@ struct Reducer::Flow {
     }
     stream = decoder->make_stream(sink);
     for (int i = 0; i < 2; ++i) {
-      if (pending_gap[i] > 0) {
-        stream->OnGap(static_cast<Direction>(i), pending_gap[i]);
-        pending_gap[i] = 0;
+      if (tcp->pending_gap[i] > 0) {
+        stream->OnGap(static_cast<Direction>(i), tcp->pending_gap[i]);
+        tcp->pending_gap[i] = 0;
       }
     }
   }
@@ -143,29 +153,67 @@ void DirectionListener::OnHole(uint64_t length) {
   if (flow->stream) {
     flow->stream->OnGap(dir, length);
   } else {
-    flow->pending_gap[static_cast<int>(dir)] += length;
+    flow->tcp->pending_gap[static_cast<int>(dir)] += length;
   }
 }
 
 }  // namespace
 
 size_t Reducer::FlowKeyHash::operator()(const FlowKey& k) const {
-  // FNV-1a over the key's bytes; the key has no padding worth hashing.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const uint8_t* p, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      h ^= p[i];
-      h *= 1099511628211ull;
-    }
+  // Word-wise multiply-xorshift mixing: the table is probed once per packet.
+  auto word = [](const uint8_t* p) {
+    uint64_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
   };
-  size_t n = k.v6 ? 16 : 4;
-  mix(k.a.data(), n);
-  mix(k.b.data(), n);
-  uint8_t rest[5] = {k.proto, static_cast<uint8_t>(k.pa >> 8),
-                     static_cast<uint8_t>(k.pa), static_cast<uint8_t>(k.pb >> 8),
-                     static_cast<uint8_t>(k.pb)};
-  mix(rest, sizeof rest);
+  uint64_t h = (uint64_t{k.pa} << 32 | uint64_t{k.pb} << 16 | k.proto) ^
+               0x9E3779B97F4A7C15ull;
+  for (uint64_t w : {word(k.a.data()), word(k.a.data() + 8), word(k.b.data()),
+                     word(k.b.data() + 8)}) {
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
   return static_cast<size_t>(h);
+}
+
+void Reducer::ActivityList::PushNewest(Flow* f) {
+  f->older = newest;
+  f->newer = nullptr;
+  if (newest != nullptr) newest->newer = f;
+  newest = f;
+  if (oldest == nullptr) oldest = f;
+}
+
+void Reducer::ActivityList::Remove(Flow* f) {
+  (f->older != nullptr ? f->older->newer : oldest) = f->newer;
+  (f->newer != nullptr ? f->newer->older : newest) = f->older;
+  f->older = f->newer = nullptr;
+}
+
+void Reducer::Touch(Flow& flow, trace::TimeNs ts) {
+  flow.last_seen = std::max(flow.last_seen, ts);
+  ActivityList& list = Activity(flow.transport);
+  if (list.newest != &flow) {
+    list.Remove(&flow);
+    list.PushNewest(&flow);
+  }
+}
+
+size_t Reducer::NodeKeyHash::operator()(
+    const std::pair<Endpoint, bool>& k) const {
+  FlowKey as_key{};
+  as_key.a = k.first.addr;
+  as_key.pa = k.first.port;
+  as_key.proto = static_cast<uint8_t>(k.first.v6 << 1 | k.second);
+  return FlowKeyHash()(as_key);
+}
+
+Reducer::Flow* Reducer::FindFlow(const FlowKey& key) {
+  if (last_flow_ != nullptr && last_flow_->key == key) return last_flow_;
+  auto it = flows_.find(key);
+  if (it == flows_.end()) return nullptr;
+  last_flow_ = it->second.get();
+  return last_flow_;
 }
 
 Reducer::Reducer(ReducerOptions options, trace::NodeTable* nodes,
@@ -211,7 +259,7 @@ const DecoderInfo* Reducer::DecoderForPort(Transport t, uint16_t port) const {
 Reducer::Flow* Reducer::NewFlow(const FlowKey& key, Transport t,
                                 const Endpoint& client, const Endpoint& server,
                                 trace::TimeNs ts) {
-  auto flow = std::make_unique<Flow>(options_.max_stream_buffer);
+  auto flow = std::make_unique<Flow>();
   Flow* f = flow.get();
   f->owner = this;
   f->key = key;
@@ -225,12 +273,18 @@ Reducer::Flow* Reducer::NewFlow(const FlowKey& key, Transport t,
   f->sink.reducer = this;
   f->sink.flow = f;
   f->decoder = DecoderForPort(t, server.port);
-  for (int i = 0; i < 2; ++i) {
-    f->listener[i].flow = f;
-    f->listener[i].dir = static_cast<Direction>(i);
+  if (t == Transport::kTcp) {
+    f->tcp = std::make_unique<Flow::TcpState>(options_.max_stream_buffer);
+    for (int i = 0; i < 2; ++i) {
+      f->tcp->listener[i].flow = f;
+      f->tcp->listener[i].dir = static_cast<Direction>(i);
+    }
+    ++tcp_flows_;
+  } else {
+    ++udp_flows_;
   }
-  Count(t == Transport::kTcp ? "tcp_flows" : "udp_flows");
-  flows_[key] = std::move(flow);
+  Activity(t).PushNewest(f);
+  flows_.emplace(key, std::move(flow));
   return f;
 }
 
@@ -258,41 +312,46 @@ void Reducer::EmitEvent(Flow& flow, const AppEvent& event) {
 }
 
 void Reducer::EndFlow(Flow& flow, trace::TimeNs ts) {
-  if (flow.transport == Transport::kTcp) {
+  if (flow.tcp) {
     for (int i = 0; i < 2; ++i) {
-      flow.reassembler[i].Flush(flow.listener[i]);
-      retransmitted_bytes_ += flow.reassembler[i].stats().retransmitted_bytes;
-      gap_bytes_ += flow.reassembler[i].stats().gap_bytes;
+      TcpReassembler& r = flow.tcp->reassembler[i];
+      r.Flush(flow.tcp->listener[i]);
+      retransmitted_bytes_ += r.stats().retransmitted_bytes;
+      gap_bytes_ += r.stats().gap_bytes;
     }
     if (flow.stream) flow.stream->OnEnd(ts);
+    waiting_.erase(&flow);
   }
+  Activity(flow.transport).Remove(&flow);
+  if (last_flow_ == &flow) last_flow_ = nullptr;
   flows_.erase(flow.key);  // destroys `flow`
 }
 
 void Reducer::Sweep(trace::TimeNs now) {
-  std::vector<Flow*> idle;
+  // A hole older than half the reorder window will not be filled in time
+  // for its records to be written in order: declare it now.
   trace::TimeNs hole_deadline = now - options_.reorder_window / 2;
-  for (auto& [key, flow] : flows_) {
-    trace::TimeNs timeout = flow->transport == Transport::kTcp
-                                ? options_.tcp_idle_timeout
-                                : options_.udp_idle_timeout;
-    if (flow->last_seen < now - timeout) {
-      idle.push_back(flow.get());
-      continue;
-    }
-    if (flow->transport != Transport::kTcp) continue;
-    // A hole older than half the reorder window will not be filled in
-    // time for its records to be written in order: declare it now.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    Flow* f = *it;
+    bool still_waiting = false;
     for (int i = 0; i < 2; ++i) {
-      trace::TimeNs oldest = flow->reassembler[i].oldest_pending_ts();
-      if (oldest != 0 && oldest < hole_deadline) {
-        flow->reassembler[i].Flush(flow->listener[i]);
+      TcpReassembler& r = f->tcp->reassembler[i];
+      trace::TimeNs oldest = r.oldest_pending_ts();
+      if (r.buffered() > 0 && oldest < hole_deadline) {
+        r.Flush(f->tcp->listener[i]);
       }
+      still_waiting |= r.buffered() > 0;
     }
+    it = still_waiting ? std::next(it) : waiting_.erase(it);
   }
-  for (Flow* f : idle) {
-    Count("flows_ended_idle");
-    EndFlow(*f, now);
+  for (Transport t : {Transport::kTcp, Transport::kUdp}) {
+    trace::TimeNs timeout = t == Transport::kTcp ? options_.tcp_idle_timeout
+                                                 : options_.udp_idle_timeout;
+    ActivityList& list = Activity(t);
+    while (list.oldest != nullptr && list.oldest->last_seen < now - timeout) {
+      ++idle_ended_;
+      EndFlow(*list.oldest, now);
+    }
   }
   fragments_.Expire(now);
 }
@@ -395,11 +454,10 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
   FlowKey key = MakeKey(6, src, dst);
   bool syn = (tcp.flags & kTcpSyn) != 0;
   bool ack = (tcp.flags & kTcpAck) != 0;
-  auto it = flows_.find(key);
-  Flow* flow = it == flows_.end() ? nullptr : it->second.get();
+  Flow* flow = FindFlow(key);
   if (flow != nullptr && syn && !ack && flow->client == src &&
-      (flow->delivered[0] || flow->delivered[1] || flow->fin[0] ||
-       flow->fin[1])) {
+      (flow->tcp->delivered[0] || flow->tcp->delivered[1] ||
+       flow->tcp->fin[0] || flow->tcp->fin[1])) {
     // The same four-tuple reused by a new connection.
     Count("tcp_flows_reused");
     EndFlow(*flow, ts);
@@ -415,7 +473,7 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
     } else {
       // Joined mid-stream: the side with a decoder's port is the server,
       // else the lower (non-ephemeral) port.
-      Count("tcp_flows_midstream");
+      ++tcp_midstream_;
       bool dst_known = DecoderForPort(Transport::kTcp, dst.port) != nullptr;
       bool src_known = DecoderForPort(Transport::kTcp, src.port) != nullptr;
       if (dst_known != src_known) {
@@ -427,20 +485,22 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
     flow = NewFlow(key, Transport::kTcp, src_is_client ? src : dst,
                    src_is_client ? dst : src, ts);
   }
-  flow->last_seen = ts;
+  Touch(*flow, ts);
+  Flow::TcpState& tcp_state = *flow->tcp;
   int d = flow->client == src ? 0 : 1;
-  TcpReassembler& r = flow->reassembler[d];
+  TcpReassembler& r = tcp_state.reassembler[d];
   uint32_t seq = tcp.seq;
   if (syn) {
     if (!r.started()) r.Start(seq + 1);
     seq += 1;  // data on a SYN (TCP Fast Open) follows the SYN's number
   }
   if (!tcp.payload.empty() || missing > 0) {
-    flow->delivered[d] = true;
-    r.Add(seq, ts, tcp.payload, flow->listener[d], missing);
+    tcp_state.delivered[d] = true;
+    r.Add(seq, ts, tcp.payload, tcp_state.listener[d], missing);
+    if (r.buffered() > 0) waiting_.insert(flow);
   }
-  if ((tcp.flags & kTcpFin) != 0) flow->fin[d] = true;
-  if ((tcp.flags & kTcpRst) != 0 || (flow->fin[0] && flow->fin[1])) {
+  if ((tcp.flags & kTcpFin) != 0) tcp_state.fin[d] = true;
+  if ((tcp.flags & kTcpRst) != 0 || (tcp_state.fin[0] && tcp_state.fin[1])) {
     EndFlow(*flow, ts);
   }
 }
@@ -448,8 +508,7 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
 void Reducer::HandleUdp(const Endpoint& src, const Endpoint& dst,
                         trace::TimeNs ts, std::span<const std::byte> payload) {
   FlowKey key = MakeKey(17, src, dst);
-  auto it = flows_.find(key);
-  Flow* flow = it == flows_.end() ? nullptr : it->second.get();
+  Flow* flow = FindFlow(key);
   if (flow == nullptr) {
     // The side with a decoder's port is the server; else the first sender
     // is the client.
@@ -459,7 +518,7 @@ void Reducer::HandleUdp(const Endpoint& src, const Endpoint& dst,
     flow = NewFlow(key, Transport::kUdp, src_is_client ? src : dst,
                    src_is_client ? dst : src, ts);
   }
-  flow->last_seen = ts;
+  Touch(*flow, ts);
   Direction dir = flow->client == src ? Direction::kToServer
                                       : Direction::kToClient;
   if (options_.messages) {
@@ -509,11 +568,16 @@ std::map<std::string, uint64_t, std::less<>> Reducer::counters() const {
   all["records_msg"] = messages_;
   uint64_t retrans = retransmitted_bytes_, gaps = gap_bytes_;
   for (const auto& [key, flow] : flows_) {
-    for (const TcpReassembler& r : flow->reassembler) {
+    if (!flow->tcp) continue;
+    for (const TcpReassembler& r : flow->tcp->reassembler) {
       retrans += r.stats().retransmitted_bytes;
       gaps += r.stats().gap_bytes;
     }
   }
+  all["tcp_flows"] = tcp_flows_;
+  all["udp_flows"] = udp_flows_;
+  all["tcp_flows_midstream"] = tcp_midstream_;
+  all["flows_ended_idle"] = idle_ended_;
   all["tcp_retransmitted_bytes"] = retrans;
   all["tcp_gap_bytes"] = gaps;
   all["records_late"] = reorder_.late_records();

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -107,12 +108,24 @@ class Reducer {
                  const TcpHeader& tcp, uint32_t missing);
   void HandleUdp(const Endpoint& src, const Endpoint& dst, trace::TimeNs ts,
                  std::span<const std::byte> payload);
+  Flow* FindFlow(const FlowKey& key);
   Flow* NewFlow(const FlowKey& key, Transport t, const Endpoint& client,
                 const Endpoint& server, trace::TimeNs ts);
   const DecoderInfo* DecoderForPort(Transport t, uint16_t port) const;
   void EndFlow(Flow& flow, trace::TimeNs ts);
   void Sweep(trace::TimeNs now);
   void EmitEvent(Flow& flow, const AppEvent& event);
+  // Flows of one transport from least to most recently active.
+  struct ActivityList {
+    Flow* oldest = nullptr;
+    Flow* newest = nullptr;
+    void PushNewest(Flow* f);
+    void Remove(Flow* f);
+  };
+  ActivityList& Activity(Transport t) {
+    return t == Transport::kTcp ? tcp_activity_ : udp_activity_;
+  }
+  void Touch(Flow& flow, trace::TimeNs ts);
   trace::NodeId NodeFor(const Endpoint& e, bool is_server);
 
   ReducerOptions options_;
@@ -121,13 +134,24 @@ class Reducer {
   ReorderBuffer reorder_;
   FragmentReassembler fragments_;
   std::unordered_map<FlowKey, std::unique_ptr<Flow>, FlowKeyHash> flows_;
-  std::map<std::pair<Endpoint, bool>, trace::NodeId> node_cache_;
+  struct NodeKeyHash {
+    size_t operator()(const std::pair<Endpoint, bool>& k) const;
+  };
+  std::unordered_map<std::pair<Endpoint, bool>, trace::NodeId, NodeKeyHash>
+      node_cache_;
+  // The flow of the previous packet: packets come in bursts per flow, and
+  // this saves most hash-table probes.
+  Flow* last_flow_ = nullptr;
+  ActivityList tcp_activity_, udp_activity_;
+  // TCP flows with bytes waiting behind a hole.
+  std::unordered_set<Flow*> waiting_;
   std::map<std::string, uint64_t, std::less<>> counters_;
   uint64_t next_serial_ = 1;
   // Hot counters live in fields, not in the map.
   uint64_t packets_ = 0, bytes_ = 0;
   uint64_t calls_ = 0, returns_ = 0, messages_ = 0;
   uint64_t retransmitted_bytes_ = 0, gap_bytes_ = 0;  // of ended flows
+  uint64_t tcp_flows_ = 0, udp_flows_ = 0, tcp_midstream_ = 0, idle_ended_ = 0;
   trace::TimeNs now_ = 0;
   trace::TimeNs next_sweep_ = 0;
 };

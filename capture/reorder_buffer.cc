@@ -1,8 +1,22 @@
 #include "capture/reorder_buffer.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace bbprof::capture {
+
+void ReorderBuffer::Ring::push_back(const Entry& e) {
+  if (size_ == buf_.size()) {
+    std::vector<Entry> bigger(std::max<size_t>(64, buf_.size() * 2));
+    for (size_t i = 0; i < size_; ++i) {
+      bigger[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    }
+    buf_ = std::move(bigger);
+    head_ = 0;
+  }
+  buf_[(head_ + size_) & (buf_.size() - 1)] = e;
+  ++size_;
+}
 
 void ReorderBuffer::Push(const CapturedRecord& rec) {
   Entry e{rec, seq_++};
@@ -11,11 +25,25 @@ void ReorderBuffer::Push(const CapturedRecord& rec) {
     e.rec.ts = last_released_;
     ++late_;
   }
-  heap_.push(e);
+  if (in_order_.empty() || in_order_.back().rec.ts <= e.rec.ts) {
+    in_order_.push_back(e);
+  } else {
+    heap_.push(e);
+  }
 }
 
-Status ReorderBuffer::WriteTop() {
-  const CapturedRecord& c = heap_.top().rec;
+bool ReorderBuffer::NextIsInHeap() const {
+  return in_order_.empty() ||
+         (!heap_.empty() && Later()(in_order_.front(), heap_.top()));
+}
+
+const ReorderBuffer::Entry& ReorderBuffer::Next() const {
+  return NextIsInHeap() ? heap_.top() : in_order_.front();
+}
+
+Status ReorderBuffer::WriteNext() {
+  bool from_heap = NextIsInHeap();
+  const CapturedRecord c = Next().rec;
   char buf[24];
   trace::Record r;
   r.ts_ns = c.ts;
@@ -28,20 +56,24 @@ Status ReorderBuffer::WriteTop() {
   }
   last_released_ = c.ts;
   released_any_ = true;
-  heap_.pop();
+  if (from_heap) {
+    heap_.pop();
+  } else {
+    in_order_.pop_front();
+  }
   return out_(r);
 }
 
 Status ReorderBuffer::Release(trace::TimeNs now) {
-  while (!heap_.empty() && heap_.top().rec.ts < now - window_) {
-    BBPROF_RETURN_IF_ERROR(WriteTop());
+  while (HasNext() && Next().rec.ts < now - window_) {
+    BBPROF_RETURN_IF_ERROR(WriteNext());
   }
   return Status::Ok();
 }
 
 Status ReorderBuffer::Flush() {
-  while (!heap_.empty()) {
-    BBPROF_RETURN_IF_ERROR(WriteTop());
+  while (HasNext()) {
+    BBPROF_RETURN_IF_ERROR(WriteNext());
   }
   return Status::Ok();
 }
