@@ -80,6 +80,7 @@ struct DirectionListener final : StreamListener {
 struct Reducer::Flow {
   Reducer* owner = nullptr;
   FlowKey key{};
+  uint64_t hash = 0;  // FlowKeyHash of key
   uint64_t serial = 0;
   Transport transport = Transport::kTcp;
   Endpoint client, server;
@@ -208,12 +209,71 @@ size_t Reducer::NodeKeyHash::operator()(
   return FlowKeyHash()(as_key);
 }
 
-Reducer::Flow* Reducer::FindFlow(const FlowKey& key) {
-  if (last_flow_ != nullptr && last_flow_->key == key) return last_flow_;
-  auto it = flows_.find(key);
-  if (it == flows_.end()) return nullptr;
-  last_flow_ = it->second.get();
-  return last_flow_;
+Reducer::FlowIndex::~FlowIndex() {
+  for (Slot& s : slots_) delete s.flow;
+}
+
+Reducer::Flow* Reducer::FlowIndex::Find(const FlowKey& key,
+                                        uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.flow == nullptr) return nullptr;
+    if (s.hash == hash && s.flow->key == key) return s.flow;
+  }
+}
+
+void Reducer::FlowIndex::Insert(std::unique_ptr<Flow> flow) {
+  if (2 * (size_ + 1) > slots_.size()) Grow();
+  const size_t mask = slots_.size() - 1;
+  size_t i = flow->hash & mask;
+  while (slots_[i].flow != nullptr) i = (i + 1) & mask;
+  slots_[i].hash = flow->hash;
+  slots_[i].flow = flow.release();
+  ++size_;
+}
+
+void Reducer::FlowIndex::Erase(Flow* flow) {
+  const size_t mask = slots_.size() - 1;
+  size_t i = flow->hash & mask;
+  while (slots_[i].flow != flow) i = (i + 1) & mask;
+  delete flow;
+  --size_;
+  // Backward-shift deletion (no tombstones): pull later members of the probe
+  // run into the hole when their home slot does not lie between the hole
+  // and them, so every lookup still stops at the first empty slot.
+  for (size_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+    if (slots_[j].flow == nullptr) break;
+    size_t home = slots_[j].hash & mask;
+    bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (!stays) {
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i] = Slot{};
+}
+
+void Reducer::FlowIndex::Grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.flow == nullptr) continue;
+    size_t i = s.hash & mask;
+    while (slots_[i].flow != nullptr) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+Reducer::Flow* Reducer::FindFlow(const FlowKey& key, uint64_t hash) {
+  if (last_flow_ != nullptr && last_flow_->hash == hash &&
+      last_flow_->key == key) {
+    return last_flow_;
+  }
+  Flow* f = flows_.Find(key, hash);
+  if (f != nullptr) last_flow_ = f;
+  return f;
 }
 
 Reducer::Reducer(ReducerOptions options, trace::NodeTable* nodes,
@@ -256,13 +316,14 @@ const DecoderInfo* Reducer::DecoderForPort(Transport t, uint16_t port) const {
   return nullptr;
 }
 
-Reducer::Flow* Reducer::NewFlow(const FlowKey& key, Transport t,
+Reducer::Flow* Reducer::NewFlow(const FlowKey& key, uint64_t hash, Transport t,
                                 const Endpoint& client, const Endpoint& server,
                                 trace::TimeNs ts) {
   auto flow = std::make_unique<Flow>();
   Flow* f = flow.get();
   f->owner = this;
   f->key = key;
+  f->hash = hash;
   f->serial = next_serial_++;
   f->transport = t;
   f->client = client;
@@ -284,7 +345,7 @@ Reducer::Flow* Reducer::NewFlow(const FlowKey& key, Transport t,
     ++udp_flows_;
   }
   Activity(t).PushNewest(f);
-  flows_.emplace(key, std::move(flow));
+  flows_.Insert(std::move(flow));
   return f;
 }
 
@@ -324,7 +385,7 @@ void Reducer::EndFlow(Flow& flow, trace::TimeNs ts) {
   }
   Activity(flow.transport).Remove(&flow);
   if (last_flow_ == &flow) last_flow_ = nullptr;
-  flows_.erase(flow.key);  // destroys `flow`
+  flows_.Erase(&flow);  // destroys `flow`
 }
 
 void Reducer::Sweep(trace::TimeNs now) {
@@ -452,9 +513,10 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
                         trace::TimeNs ts, const TcpHeader& tcp,
                         uint32_t missing) {
   FlowKey key = MakeKey(6, src, dst);
+  const uint64_t hash = FlowKeyHash()(key);
   bool syn = (tcp.flags & kTcpSyn) != 0;
   bool ack = (tcp.flags & kTcpAck) != 0;
-  Flow* flow = FindFlow(key);
+  Flow* flow = FindFlow(key, hash);
   if (flow != nullptr && syn && !ack && flow->client == src &&
       (flow->tcp->delivered[0] || flow->tcp->delivered[1] ||
        flow->tcp->fin[0] || flow->tcp->fin[1])) {
@@ -482,7 +544,7 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
         src_is_client = dst.port <= src.port;
       }
     }
-    flow = NewFlow(key, Transport::kTcp, src_is_client ? src : dst,
+    flow = NewFlow(key, hash, Transport::kTcp, src_is_client ? src : dst,
                    src_is_client ? dst : src, ts);
   }
   Touch(*flow, ts);
@@ -508,14 +570,15 @@ void Reducer::HandleTcp(const Endpoint& src, const Endpoint& dst,
 void Reducer::HandleUdp(const Endpoint& src, const Endpoint& dst,
                         trace::TimeNs ts, std::span<const std::byte> payload) {
   FlowKey key = MakeKey(17, src, dst);
-  Flow* flow = FindFlow(key);
+  const uint64_t hash = FlowKeyHash()(key);
+  Flow* flow = FindFlow(key, hash);
   if (flow == nullptr) {
     // The side with a decoder's port is the server; else the first sender
     // is the client.
     bool src_known = DecoderForPort(Transport::kUdp, src.port) != nullptr;
     bool dst_known = DecoderForPort(Transport::kUdp, dst.port) != nullptr;
     bool src_is_client = !(src_known && !dst_known);
-    flow = NewFlow(key, Transport::kUdp, src_is_client ? src : dst,
+    flow = NewFlow(key, hash, Transport::kUdp, src_is_client ? src : dst,
                    src_is_client ? dst : src, ts);
   }
   Touch(*flow, ts);
@@ -553,9 +616,8 @@ void Reducer::HandleUdp(const Endpoint& src, const Endpoint& dst,
 Status Reducer::FlushRecords() { return reorder_.Flush(); }
 
 Status Reducer::Finish() {
-  while (!flows_.empty()) {
-    EndFlow(*flows_.begin()->second, now_);
-  }
+  while (tcp_activity_.oldest != nullptr) EndFlow(*tcp_activity_.oldest, now_);
+  while (udp_activity_.oldest != nullptr) EndFlow(*udp_activity_.oldest, now_);
   return reorder_.Flush();
 }
 
@@ -567,8 +629,8 @@ std::map<std::string, uint64_t, std::less<>> Reducer::counters() const {
   all["records_ret"] = returns_;
   all["records_msg"] = messages_;
   uint64_t retrans = retransmitted_bytes_, gaps = gap_bytes_;
-  for (const auto& [key, flow] : flows_) {
-    if (!flow->tcp) continue;
+  for (const Flow* flow = tcp_activity_.oldest; flow != nullptr;
+       flow = flow->newer) {
     for (const TcpReassembler& r : flow->tcp->reassembler) {
       retrans += r.stats().retransmitted_bytes;
       gaps += r.stats().gap_bytes;

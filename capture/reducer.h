@@ -15,10 +15,12 @@
 #define BBPROF_CAPTURE_REDUCER_H_
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -92,8 +94,14 @@ class Reducer {
     bool v6;
     std::array<uint8_t, 16> a, b;  // a < b, or a == b and pa <= pb
     uint16_t pa, pb;
-    bool operator==(const FlowKey&) const = default;
+    // One inlined 38-byte comparison (the members have no padding), where
+    // the defaulted operator calls memcmp per array: this runs per packet.
+    bool operator==(const FlowKey& o) const {
+      return std::memcmp(this, &o, sizeof(FlowKey)) == 0;
+    }
   };
+  static_assert(sizeof(FlowKey) == 38 &&
+                std::has_unique_object_representations_v<FlowKey>);
 
  private:
   struct FlowKeyHash {
@@ -108,8 +116,8 @@ class Reducer {
                  const TcpHeader& tcp, uint32_t missing);
   void HandleUdp(const Endpoint& src, const Endpoint& dst, trace::TimeNs ts,
                  std::span<const std::byte> payload);
-  Flow* FindFlow(const FlowKey& key);
-  Flow* NewFlow(const FlowKey& key, Transport t, const Endpoint& client,
+  Flow* FindFlow(const FlowKey& key, uint64_t hash);
+  Flow* NewFlow(const FlowKey& key, uint64_t hash, Transport t, const Endpoint& client,
                 const Endpoint& server, trace::TimeNs ts);
   const DecoderInfo* DecoderForPort(Transport t, uint16_t port) const;
   void EndFlow(Flow& flow, trace::TimeNs ts);
@@ -133,7 +141,32 @@ class Reducer {
   trace::NodeTable* nodes_;
   ReorderBuffer reorder_;
   FragmentReassembler fragments_;
-  std::unordered_map<FlowKey, std::unique_ptr<Flow>, FlowKeyHash> flows_;
+  // The flow table, probed once per packet: open addressing with linear
+  // probing over (hash, flow) slots, so a probe touches one slot and the flow
+  // it points to, where std::unordered_map walks a chain of separately
+  // allocated nodes (a cache miss each; the table holds every flow of the
+  // last minute: for DNS, one per query). Owns the flows.
+  class FlowIndex {
+   public:
+    FlowIndex() : slots_(1024) {}
+    ~FlowIndex();
+    FlowIndex(const FlowIndex&) = delete;
+    FlowIndex& operator=(const FlowIndex&) = delete;
+    Flow* Find(const FlowKey& key, uint64_t hash) const;
+    void Insert(std::unique_ptr<Flow> flow);  // its key must be absent
+    void Erase(Flow* flow);                   // destroys it
+    size_t size() const { return size_; }
+
+   private:
+    struct Slot {
+      uint64_t hash = 0;
+      Flow* flow = nullptr;
+    };
+    void Grow();
+    std::vector<Slot> slots_;  // a power of two, at most half full
+    size_t size_ = 0;
+  };
+  FlowIndex flows_;
   struct NodeKeyHash {
     size_t operator()(const std::pair<Endpoint, bool>& k) const;
   };

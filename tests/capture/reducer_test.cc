@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -352,6 +355,64 @@ TEST(ReducerTest, IdleFlowsEndAndFreeTheirState) {
   EXPECT_EQ(h.Counter("flows_ended_idle"), 1u);
   EXPECT_EQ(h.reducer().live_flows(), 1u);  // only the UDP flow
   h.Finish();
+}
+
+}  // namespace
+}  // namespace bbprof::capture
+
+namespace bbprof::capture {
+namespace {
+
+// The flow table under churn: thousands of connections, half of them reset
+// (and so ended, their table slots freed) in random order while the rest stay
+// open. Every surviving connection must still be found when its server
+// answers; a lookup that missed (a broken deletion in the open-addressing
+// table) would start a new, midstream flow whose return matches no call.
+TEST(ReducerTest, FlowTableFindsEveryLiveFlowWhileOthersEnd) {
+  constexpr int kConnections = 3000;
+  Harness h;
+  std::vector<Addr> clients;
+  for (int i = 0; i < kConnections; ++i) {
+    clients.push_back({"10.1." + std::to_string(i / 250) + "." +
+                           std::to_string(i % 250 + 1),
+                       static_cast<uint16_t>(40000 + i % 7)});
+  }
+  trace::TimeNs t = 0;
+  for (const Addr& c : clients) {
+    h.Frame(t += 1000, PacketBuilder::Tcp(c, kWeb, 0, kTcpSyn, ""));
+    h.Frame(t += 1000, PacketBuilder::Tcp(c, kWeb, 1, kTcpAck, Get("/")));
+  }
+  std::vector<int> order(kConnections);
+  for (int i = 0; i < kConnections; ++i) order[static_cast<size_t>(i)] = i;
+  std::mt19937 rng(7);
+  std::shuffle(order.begin(), order.end(), rng);
+  const size_t half = kConnections / 2;
+  for (size_t k = 0; k < half; ++k) {
+    const Addr& c = clients[static_cast<size_t>(order[k])];
+    h.Frame(t += 1000, PacketBuilder::Tcp(c, kWeb, 1 + static_cast<uint32_t>(Get("/").size()),
+                                          kTcpRst, ""));
+  }
+  std::shuffle(order.begin() + static_cast<std::ptrdiff_t>(half), order.end(), rng);
+  for (size_t k = half; k < order.size(); ++k) {
+    h.Frame(t += 1000, PacketBuilder::Tcp(kWeb, clients[static_cast<size_t>(order[k])],
+                                          1, kTcpAck, Ok("x")));
+  }
+  EXPECT_EQ(h.reducer().live_flows(), kConnections - half);
+  h.Finish();
+  EXPECT_EQ(h.Counter("tcp_flows"), kConnections);
+  EXPECT_EQ(h.Counter("tcp_flows_midstream"), 0u);
+  std::set<std::string> calls;
+  size_t returns = 0;
+  for (const Out& o : h.out) {
+    if (o.kind == "CALL") {
+      EXPECT_TRUE(calls.insert(o.callid).second) << o.callid;
+    } else if (o.kind == "RET") {
+      ++returns;
+      EXPECT_EQ(calls.count(o.callid), 1u) << "a return without its call";
+    }
+  }
+  EXPECT_EQ(calls.size(), static_cast<size_t>(kConnections));
+  EXPECT_EQ(returns, half);
 }
 
 }  // namespace
