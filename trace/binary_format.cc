@@ -65,6 +65,16 @@ inline bool DecodeVarint(const uint8_t*& p, uint64_t* out) {
   return false;
 }
 
+// Writes a varint at p (at most 10 bytes); returns the end.
+inline uint8_t* PutVarint(uint8_t* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<uint8_t>(v) | 0x80;
+    v >>= 7;
+  }
+  *p++ = static_cast<uint8_t>(v);
+  return p;
+}
+
 inline void AppendVarint(std::vector<uint8_t>& buf, uint64_t v) {
   while (v >= 0x80) {
     buf.push_back(static_cast<uint8_t>(v) | 0x80);
@@ -393,13 +403,21 @@ class BinaryWriter final : public TraceWriter {
     BBPROF_RETURN_IF_ERROR(Classify(rec.callid, "callid", &cenc, &callid_num));
     BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, "pathid", &penc, &pathid_num));
     op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
-    buf_.push_back(op);
-    AppendVarint(buf_, ZigZag(rec.ts_ns - prev_ts_));
+    // The record's bytes are written through a pointer into room made once
+    // (the op, four varints, two ids with their lengths), not byte by byte
+    // through push_back: this is the inner loop of maketrace and capture.
+    const size_t start = buf_.size();
+    buf_.resize(start + 1 + 5 * 10 + IdBytes(cenc, rec.callid) +
+                IdBytes(penc, rec.pathid));
+    uint8_t* p = buf_.data() + start;
+    *p++ = op;
+    p = PutVarint(p, ZigZag(rec.ts_ns - prev_ts_));
     prev_ts_ = rec.ts_ns;
-    AppendVarint(buf_, s);
-    AppendVarint(buf_, r);
-    AppendId(cenc, rec.callid, callid_num, &prev_callid_);
-    AppendId(penc, rec.pathid, pathid_num, &prev_pathid_);
+    p = PutVarint(p, s);
+    p = PutVarint(p, r);
+    p = PutId(p, cenc, rec.callid, callid_num, &prev_callid_);
+    p = PutId(p, penc, rec.pathid, pathid_num, &prev_pathid_);
+    buf_.resize(static_cast<size_t>(p - buf_.data()));
     ++block_messages_;
     ++records_;
     return MaybeFlush();
@@ -450,15 +468,22 @@ class BinaryWriter final : public TraceWriter {
     return Status::Ok();
   }
 
-  void AppendId(uint8_t enc, std::string_view token, uint64_t num,
-                uint64_t* prev) {
+  // Bytes a raw id needs beyond the varint room Write always makes.
+  static size_t IdBytes(uint8_t enc, std::string_view token) {
+    return enc == kIdRaw ? token.size() : 0;
+  }
+
+  static uint8_t* PutId(uint8_t* p, uint8_t enc, std::string_view token,
+                        uint64_t num, uint64_t* prev) {
     if (enc == kIdNumeric) {
-      AppendVarint(buf_, ZigZag(static_cast<int64_t>(num - *prev)));
+      p = PutVarint(p, ZigZag(static_cast<int64_t>(num - *prev)));
       *prev = num;
     } else if (enc == kIdRaw) {
-      AppendVarint(buf_, token.size());
-      buf_.insert(buf_.end(), token.begin(), token.end());
+      p = PutVarint(p, token.size());
+      if (!token.empty()) std::memcpy(p, token.data(), token.size());
+      p += token.size();
     }
+    return p;
   }
 
   Status MaybeFlush() {
@@ -518,6 +543,16 @@ class BinaryWriter final : public TraceWriter {
 bool ParseCanonicalUnsigned(std::string_view token, uint64_t* value) {
   if (token.empty() || token.size() > 20) return false;
   if (token[0] == '0' && token.size() > 1) return false;
+  if (token.size() < 20) {  // at most 19 digits cannot overflow 64 bits
+    uint64_t v = 0;
+    for (char c : token) {
+      auto d = static_cast<unsigned>(c - '0');
+      if (d > 9) return false;
+      v = v * 10 + d;
+    }
+    *value = v;
+    return true;
+  }
   for (char c : token) {
     if (c < '0' || c > '9') return false;
   }
