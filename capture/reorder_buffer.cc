@@ -53,6 +53,8 @@ Status ReorderBuffer::WriteNext() {
   if (c.has_callid) {
     auto [end, ec] = std::to_chars(buf, buf + sizeof buf, c.callid);
     r.callid = std::string_view(buf, static_cast<size_t>(end - buf));
+    r.callid_is_number = true;
+    r.callid_number = c.callid;
   }
   last_released_ = c.ts;
   released_any_ = true;

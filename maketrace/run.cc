@@ -34,6 +34,10 @@ void ToRecord(const Message& m, char (*bufs)[24], trace::Record* rec) {
   rec->pathid = m.pathid == 0 ? std::string_view()
                               : std::string_view(
                                     bufs[1], FormatDecimal(m.pathid, bufs[1]));
+  rec->callid_is_number = m.callid != 0;
+  rec->callid_number = m.callid;
+  rec->pathid_is_number = m.pathid != 0;
+  rec->pathid_number = m.pathid;
 }
 
 std::string HexHash(uint64_t h) {

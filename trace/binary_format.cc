@@ -400,8 +400,18 @@ class BinaryWriter final : public TraceWriter {
     uint8_t op = static_cast<uint8_t>(rec.kind);
     uint64_t callid_num = 0, pathid_num = 0;
     uint8_t cenc, penc;
-    BBPROF_RETURN_IF_ERROR(Classify(rec.callid, "callid", &cenc, &callid_num));
-    BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, "pathid", &penc, &pathid_num));
+    if (rec.callid_is_number) {
+      cenc = kIdNumeric;
+      callid_num = rec.callid_number;
+    } else {
+      BBPROF_RETURN_IF_ERROR(Classify(rec.callid, "callid", &cenc, &callid_num));
+    }
+    if (rec.pathid_is_number) {
+      penc = kIdNumeric;
+      pathid_num = rec.pathid_number;
+    } else {
+      BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, "pathid", &penc, &pathid_num));
+    }
     op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
     // The record's bytes are written through a pointer into room made once
     // (the op, four varints, two ids with their lengths), not byte by byte

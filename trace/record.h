@@ -47,6 +47,14 @@ struct Record {
   // Ground-truth path instance (maketrace only); empty when unknown. Analysis
   // must never look at it except in evaluation.
   std::string_view pathid;
+  // For speed only: a producer that formatted `callid` (`pathid`) from a
+  // number may also give the number, and the binary writer then skips
+  // parsing the text back. The text stays authoritative: it must be filled
+  // and be the number's canonical decimal form. Readers never set these.
+  bool callid_is_number = false;
+  bool pathid_is_number = false;
+  uint64_t callid_number = 0;
+  uint64_t pathid_number = 0;
 };
 
 constexpr TimeNs kNsPerSecond = 1'000'000'000;
