@@ -16,33 +16,6 @@ using trace::Kind;
 using trace::NodeId;
 using trace::TimeNs;
 
-size_t FormatDecimal(uint64_t v, char* buf) {
-  // Two digits per division, written backwards from the known length.
-  static constexpr char kPairs[] =
-      "000102030405060708091011121314151617181920212223242526272829303132333435"
-      "36"
-      "373839404142434445464748495051525354555657585960616263646566676869707172"
-      "73"
-      "7475767778798081828384858687888990919293949596979899";
-  size_t n = 1;
-  for (uint64_t x = v; x >= 10; x /= 10) ++n;
-  size_t i = n;
-  while (v >= 100) {
-    const auto d = static_cast<size_t>(v % 100) * 2;
-    v /= 100;
-    buf[--i] = kPairs[d + 1];
-    buf[--i] = kPairs[d];
-  }
-  if (v >= 10) {
-    const auto d = static_cast<size_t>(v) * 2;
-    buf[--i] = kPairs[d + 1];
-    buf[--i] = kPairs[d];
-  } else {
-    buf[--i] = static_cast<char>('0' + v);
-  }
-  return n;
-}
-
 Generator::Generator(const Config& config, uint64_t seed,
                      trace::NodeTable* nodes, double duration_ns,
                      uint64_t messages)

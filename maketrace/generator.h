@@ -195,8 +195,6 @@ class SnifferModel {
   double busy_until_ = 0;  // ns since origin_
 };
 
-// Writes `v` in decimal into buf (20 bytes suffice); returns the length.
-size_t FormatDecimal(uint64_t v, char* buf);
 
 }  // namespace bbprof::maketrace
 

@@ -21,19 +21,13 @@ namespace {
 
 using trace::TimeNs;
 
-// Fills a Record from a Message; the callid and pathid views point into
-// `bufs` (two 24-byte buffers), formatted once per message.
-void ToRecord(const Message& m, char (*bufs)[24], trace::Record* rec) {
+// Fills a Record from a Message. Callids and pathids are numbers (0 when
+// absent); the writers format or encode them.
+void ToRecord(const Message& m, trace::Record* rec) {
   rec->ts_ns = m.ts_ns;
   rec->sender = m.sender;
   rec->receiver = m.receiver;
   rec->kind = m.kind;
-  rec->callid = m.callid == 0 ? std::string_view()
-                              : std::string_view(
-                                    bufs[0], FormatDecimal(m.callid, bufs[0]));
-  rec->pathid = m.pathid == 0 ? std::string_view()
-                              : std::string_view(
-                                    bufs[1], FormatDecimal(m.pathid, bufs[1]));
   rec->callid_is_number = m.callid != 0;
   rec->callid_number = m.callid;
   rec->pathid_is_number = m.pathid != 0;
@@ -151,9 +145,8 @@ class HostViews {
   }
 
   Status Write(trace::NodeId host, const Message& m, TimeNs ts) {
-    char bufs[2][24];
     trace::Record rec;
-    ToRecord(m, bufs, &rec);
+    ToRecord(m, &rec);
     rec.ts_ns = ts;
     return hosts_[host].writer->Write(rec);
   }
@@ -195,7 +188,6 @@ Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts) {
   Progress progress("generating", expected, opts.quiet);
   Message m;
   trace::Record rec;
-  char bufs[2][24];
   while (gen.Next(&m)) {
     progress.Update(gen.stats().messages);
     if (views) BBPROF_RETURN_IF_ERROR(views->Add(m));
@@ -208,7 +200,7 @@ Result<RunSummary> RunMaketrace(const Config& config, const RunOptions& opts) {
       ++sum.random_drops;
       continue;
     }
-    ToRecord(m, bufs, &rec);
+    ToRecord(m, &rec);
     BBPROF_RETURN_IF_ERROR(w.Write(rec));
     ++sum.written;
   }

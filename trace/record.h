@@ -47,10 +47,12 @@ struct Record {
   // Ground-truth path instance (maketrace only); empty when unknown. Analysis
   // must never look at it except in evaluation.
   std::string_view pathid;
-  // For speed only: a producer that formatted `callid` (`pathid`) from a
-  // number may also give the number, and the binary writer then skips
-  // parsing the text back. The text stays authoritative: it must be filled
-  // and be the number's canonical decimal form. Readers never set these.
+  // For speed: a producer whose callid (pathid) is a number may give the
+  // number instead of text. When the flag is set, writers use the number
+  // (the text form writes it in decimal, the binary form stores it without
+  // parsing) and ignore `callid` (`pathid`), which the producer may leave
+  // empty or fill with the same value in decimal for other consumers.
+  // Readers never set these: they always give text.
   bool callid_is_number = false;
   bool pathid_is_number = false;
   uint64_t callid_number = 0;

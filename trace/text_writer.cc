@@ -1,6 +1,7 @@
 // Text trace writer: canonical form (TAB-separated, nine fraction digits,
 // "-" for an unknown callid, the pathid field only when known), formatted
 // into a 256 KiB buffer and handed to the output stream in large writes.
+#include <charconv>
 #include <cstring>
 #include <vector>
 
@@ -42,8 +43,16 @@ class TextWriter final : public TraceWriter {
     buf_.push_back('\t');
     Append(nodes_->Name(rec.receiver));
     buf_.push_back('\t');
-    Append(rec.callid.empty() ? std::string_view("-") : rec.callid);
-    if (!rec.pathid.empty()) {
+    char num[24];
+    if (rec.callid_is_number) {
+      Append(std::string_view(num, Decimal(rec.callid_number, num)));
+    } else {
+      Append(rec.callid.empty() ? std::string_view("-") : rec.callid);
+    }
+    if (rec.pathid_is_number) {
+      buf_.push_back('\t');
+      Append(std::string_view(num, Decimal(rec.pathid_number, num)));
+    } else if (!rec.pathid.empty()) {
       buf_.push_back('\t');
       Append(rec.pathid);
     }
@@ -62,6 +71,9 @@ class TextWriter final : public TraceWriter {
   }
 
  private:
+  static size_t Decimal(uint64_t v, char* out) {
+    return static_cast<size_t>(std::to_chars(out, out + 24, v).ptr - out);
+  }
   void Append(std::string_view s) { buf_.insert(buf_.end(), s.begin(), s.end()); }
   Status MaybeFlush() {
     if (buf_.size() < kBufferSize) return Status::Ok();
