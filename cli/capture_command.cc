@@ -141,8 +141,9 @@ int Run(std::span<const std::string> args) {
        "capture time")
       ("snaplen,s", po::value<int>()->default_value(262144),
        "bytes to capture of each packet (live)")
-      ("buffer-size,B", po::value<int>(),
-       "kernel capture buffer in KiB (live; larger means fewer drops)")
+      ("buffer-size,B", po::value<int>()->default_value(32768),
+       "kernel capture buffer in KiB (live; larger means fewer drops in "
+       "bursts; tcpdump's default is 2048)")
       ("filter,f", po::value<std::string>(),
        "BPF filter expression (or give it as trailing words)")
       ("user,Z", po::value<std::string>(),
@@ -281,13 +282,13 @@ int Run(std::span<const std::string> args) {
     lo.interface = cl.Get<std::string>("interface");
     lo.snaplen = snaplen;
     lo.promiscuous = !cl.Has("no-promiscuous-mode");
-    if (cl.Has("buffer-size")) {
-      int kib = cl.Get<int>("buffer-size");
-      if (kib <= 0 || kib > 2 * 1024 * 1024) {
-        return cl.UsageError("-B must be between 1 and 2097152 KiB");
-      }
-      lo.buffer_bytes = kib * 1024;
+    // A daemon left running on a monitoring box must ride out bursts and
+    // the pauses of writing a file: 32 MiB by default, 16 times libpcap's.
+    int kib = cl.Get<int>("buffer-size");
+    if (kib <= 0 || kib > 2 * 1024 * 1024) {
+      return cl.UsageError("-B must be between 1 and 2097152 KiB");
     }
+    lo.buffer_bytes = kib * 1024;
     auto src = capture::PacketSource::OpenLive(lo);
     if (!src.ok()) return cl.Fail(src.status());
     sources.push_back(std::move(*src));
