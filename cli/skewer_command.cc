@@ -269,6 +269,10 @@ int Run(std::span<const std::string> args) {
     msg += "; " + std::to_string(summary->lost_values) +
            " timestamps fell on a slow clock's lost nanosecond and will come back 1 ns late on --remove";
   }
+  if (summary->mixed_ties > 0) {
+    msg += "; " + std::to_string(summary->mixed_ties) +
+           " messages share a timestamp with a differently skewed one (their order may not survive --remove)";
+  }
   Inform(cl, msg);
   return kExitOk;
 }

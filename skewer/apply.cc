@@ -1,6 +1,7 @@
 #include "skewer/apply.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <sstream>
 
@@ -195,6 +196,8 @@ Result<ApplySummary> ApplySkew(const std::string& input, const std::string& outp
     seen[id] = true;
   };
   uint64_t seq = 0;
+  TimeNs prev_ts = INT64_MIN;
+  const ClockModel* prev_model = nullptr;
   Record rec = first;
   bool have = has_first;
   while (have) {
@@ -204,6 +207,12 @@ Result<ApplySummary> ApplySkew(const std::string& input, const std::string& outp
     const ClockModel* m = model_for(table.stamp == Stamp::kReceiver ? rec.receiver : rec.sender);
     const TimeNs out = map_time(m, rec.ts_ns);
     if (out != rec.ts_ns) ++summary.shifted;
+    if (rec.ts_ns == prev_ts && m != prev_model &&
+        (m == nullptr || prev_model == nullptr || !(*m == *prev_model))) {
+      ++summary.mixed_ties;
+    }
+    prev_ts = rec.ts_ns;
+    prev_model = m;
     if (add && m != nullptr && IsLostValue(*m, ref, rec.ts_ns)) ++summary.lost_values;
     // Records already buffered that no later input can precede leave first.
     BBPROF_RETURN_IF_ERROR(release(release_bound(rec.ts_ns), false));

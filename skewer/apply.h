@@ -45,6 +45,11 @@ struct ApplySummary {
   // removal will give them back 1 ns late.
   uint64_t lost_values = 0;
   uint64_t max_buffered = 0;  // peak reorder-buffer size
+  // Records with the same input timestamp as the previous one but a
+  // different clock: their relative order is decided by the skew and cannot
+  // be recovered by removing it (the only inexactness of a round trip at
+  // microsecond resolution).
+  uint64_t mixed_ties = 0;
   TimeNs reference = 0;
   std::string capture_host;  // Stamp::kHost
   // Nodes of the table never seen in the trace. When adding, the output is
