@@ -61,7 +61,8 @@ struct ApplySummary {
   bool written = false;
 };
 
-Result<ApplySummary> ApplySkew(const std::string& input, const std::string& output,
+Result<ApplySummary> ApplySkew(const std::string& input,
+                               const std::string& output,
                                const ApplyOptions& options);
 
 // The capture host a per-host trace names in "#meta ... capture_host=NAME"

@@ -60,7 +60,8 @@ bool IsLostValue(const ClockModel& m, TimeNs reference, TimeNs t);
 // Whose clock stamped a record (section 6.5: a sniffer on each host stamps
 // what it sees with that host's clock).
 enum class Stamp {
-  kSender,    // each message at its sender's clock (each host sniffs what it sends)
+  kSender,    // each message at its sender's clock (each host sniffs what it
+              // sends)
   kReceiver,  // at its receiver's clock
   kHost,      // a per-host capture: every line at the capture_host's clock
 };
@@ -101,13 +102,14 @@ Status ParseNodeValue(std::string_view flag_value, std::string_view what,
 //   #stamp=sender|receiver|host   optional
 //   NODE OFFSET_SECONDS [DRIFT_PPM] [# comment]
 // Errors read "FILE:LINE: what is wrong".
-Result<SkewTable> ParseOffsetsFile(const std::string& path, std::string_view text);
+Result<SkewTable> ParseOffsetsFile(const std::string& path,
+                                   std::string_view text);
 Result<SkewTable> LoadOffsetsFile(const std::string& path);
 // The file text; `comments` go first as '#' lines; per-node trailing
 // comments come from `node_notes`.
-std::string FormatOffsetsFile(const SkewTable& table,
-                              const std::string& header_comment,
-                              const std::map<std::string, std::string>& node_notes = {});
+std::string FormatOffsetsFile(
+    const SkewTable& table, const std::string& header_comment,
+    const std::map<std::string, std::string>& node_notes = {});
 
 // The body of the "#meta skewer ..." line recording an operation:
 //   skewer op=add stamp=sender reference=R offset A=+0.01 drift A=+1.000000

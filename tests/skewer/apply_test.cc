@@ -29,11 +29,12 @@ std::string RandomTrace(uint64_t seed, int n, TimeNs resolution_ns) {
   t -= t % resolution_ns;
   const char* kinds[] = {"CALL", "RET", "MSG"};
   for (int i = 0; i < n; ++i) {
-    t += (1 + static_cast<TimeNs>(rng() % 2'000'000) / resolution_ns) * resolution_ns;
+    t += (1 + static_cast<TimeNs>(rng() % 2'000'000) / resolution_ns) *
+         resolution_ns;
     const int s = static_cast<int>(rng() % 6);
     const int r = static_cast<int>((s + 1 + rng() % 5) % 6);
-    out << trace::FormatTimestamp(t) << "\t" << kinds[rng() % 3] << "\tN" << s << "\tN" << r << "\t"
-        << (rng() % 1000) << "\t" << i << "\n";
+    out << trace::FormatTimestamp(t) << "\t" << kinds[rng() % 3] << "\tN" << s
+        << "\tN" << r << "\t" << (rng() % 1000) << "\t" << i << "\n";
   }
   return out.str();
 }
@@ -68,7 +69,8 @@ SkewTable RandomTable(std::mt19937_64& rng, bool allow_slow) {
   return t;
 }
 
-void ExpectRoundTrip(uint64_t seed, TimeNs resolution, bool allow_slow, Stamp stamp) {
+void ExpectRoundTrip(uint64_t seed, TimeNs resolution, bool allow_slow,
+                     Stamp stamp) {
   TempDir dir;
   const std::string original = RandomTrace(seed, 5000, resolution);
   const std::string in = dir.Write("in.trace", original);
@@ -87,7 +89,8 @@ void ExpectRoundTrip(uint64_t seed, TimeNs resolution, bool allow_slow, Stamp st
   // Sorted output, same multiset of messages modulo time.
   auto recs = Records(skewed);
   ASSERT_EQ(recs.size(), 5000u);
-  for (size_t i = 1; i < recs.size(); ++i) ASSERT_LE(Ts(recs[i - 1]), Ts(recs[i])) << i;
+  for (size_t i = 1; i < recs.size(); ++i)
+    ASSERT_LE(Ts(recs[i - 1]), Ts(recs[i])) << i;
   ApplyOptions remove;
   remove.direction = Direction::kRemove;
   remove.table = add.table;
@@ -100,11 +103,13 @@ void ExpectRoundTrip(uint64_t seed, TimeNs resolution, bool allow_slow, Stamp st
 }
 
 TEST(ApplySkewTest, RoundTripIsExactAtNanosecondResolutionForFastClocks) {
-  for (uint64_t seed = 1; seed <= 4; ++seed) ExpectRoundTrip(seed, 1, false, Stamp::kSender);
+  for (uint64_t seed = 1; seed <= 4; ++seed)
+    ExpectRoundTrip(seed, 1, false, Stamp::kSender);
 }
 
 TEST(ApplySkewTest, RoundTripIsExactAtMicrosecondResolutionForAnyDrift) {
-  for (uint64_t seed = 11; seed <= 14; ++seed) ExpectRoundTrip(seed, 1000, true, Stamp::kSender);
+  for (uint64_t seed = 11; seed <= 14; ++seed)
+    ExpectRoundTrip(seed, 1000, true, Stamp::kSender);
 }
 
 TEST(ApplySkewTest, RoundTripIsExactWithReceiverStamps) {
@@ -125,7 +130,8 @@ TEST(ApplySkewTest, OffsetMovesOnlyTheStampingNodesRecordsAndResorts) {
   EXPECT_EQ(s->shifted, 2u);
   EXPECT_EQ(ReadFile(dir.File("out.trace")),
             "#bbprof-trace 1\n"
-            "#meta skewer op=add stamp=sender reference=1.000000000 offset B=-0.025000000\n"
+            "#meta skewer op=add stamp=sender reference=1.000000000 offset "
+            "B=-0.025000000\n"
             "0.985000000\tCALL\tB\tC\t2\n"
             "1.000000000\tCALL\tA\tB\t1\n"
             "1.005000000\tRET\tB\tA\t1\n"
@@ -135,7 +141,8 @@ TEST(ApplySkewTest, OffsetMovesOnlyTheStampingNodesRecordsAndResorts) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(ReadFile(dir.File("recv.trace")),
             "#bbprof-trace 1\n"
-            "#meta skewer op=add stamp=receiver reference=1.000000000 offset B=-0.025000000\n"
+            "#meta skewer op=add stamp=receiver reference=1.000000000 offset "
+            "B=-0.025000000\n"
             "0.975000000\tCALL\tA\tB\t1\n"
             "0.995000000\tRET\tC\tB\t2\n"
             "1.010000000\tCALL\tB\tC\t2\n"
@@ -144,9 +151,11 @@ TEST(ApplySkewTest, OffsetMovesOnlyTheStampingNodesRecordsAndResorts) {
 
 TEST(ApplySkewTest, DriftGrowsWithTime) {
   TempDir dir;
-  const std::string in = dir.Write("in.trace", "10.5 MSG A B -\n20.5 MSG A B -\n");
+  const std::string in =
+      dir.Write("in.trace", "10.5 MSG A B -\n20.5 MSG A B -\n");
   ApplyOptions o;
-  o.table.nodes["A"] = {0, 100 * kPptPerPpm};  // reference = 10 (first ts, whole second)
+  o.table.nodes["A"] = {
+      0, 100 * kPptPerPpm};  // reference = 10 (first ts, whole second)
   auto s = ApplySkew(in, dir.File("out.trace"), o);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->reference, 10 * trace::kNsPerSecond);
@@ -196,8 +205,10 @@ TEST(ApplySkewTest, MixedTiesAreCountedAndSameClockTiesKeepTheirOrder) {
   s = ApplySkew(dir.File("s.trace"), dir.File("back.trace"), o);
   ASSERT_TRUE(s.ok());
   // B's message now sorts first: the skew decided the order of the tie.
-  EXPECT_EQ(Records(ReadFile(dir.File("back.trace")))[0], "1.000000000\tMSG\tB\tC\t3");
-  EXPECT_EQ(Records(ReadFile(dir.File("back.trace")))[1], "1.000000000\tMSG\tA\tC\t1");
+  EXPECT_EQ(Records(ReadFile(dir.File("back.trace")))[0],
+            "1.000000000\tMSG\tB\tC\t3");
+  EXPECT_EQ(Records(ReadFile(dir.File("back.trace")))[1],
+            "1.000000000\tMSG\tA\tC\t1");
 }
 
 TEST(ApplySkewTest, UnknownNodeWritesNothing) {
@@ -218,8 +229,8 @@ TEST(ApplySkewTest, ReorderBufferHoldsOnlyTheShiftSpread) {
   // buffer needs about 20 messages, not the trace.
   std::ostringstream t;
   for (int i = 0; i < 20000; ++i) {
-    t << trace::FormatTimestamp(1'000'000'000LL + i * 500'000LL) << "\tMSG\t" << (i % 2 ? "A" : "B")
-      << "\tC\t-\n";
+    t << trace::FormatTimestamp(1'000'000'000LL + i * 500'000LL) << "\tMSG\t"
+      << (i % 2 ? "A" : "B") << "\tC\t-\n";
   }
   const std::string in = dir.Write("in.trace", t.str());
   ApplyOptions o;

@@ -25,7 +25,8 @@ TEST(ClockModelTest, DriftAccumulatesFromTheReference) {
   // Before the reference the clock was behind.
   EXPECT_EQ(Shift(m, kRef, kRef - trace::kNsPerSecond), -100'000);
   ClockModel slow{5'000'000, -250 * kPptPerPpm};
-  EXPECT_EQ(Shift(slow, kRef, kRef + 4 * trace::kNsPerSecond), 5'000'000 - 1'000'000);
+  EXPECT_EQ(Shift(slow, kRef, kRef + 4 * trace::kNsPerSecond),
+            5'000'000 - 1'000'000);
 }
 
 TEST(ClockModelTest, InverseIsExactForFastClocksAtNanosecondResolution) {
@@ -33,8 +34,10 @@ TEST(ClockModelTest, InverseIsExactForFastClocksAtNanosecondResolution) {
   for (int i = 0; i < 20000; ++i) {
     ClockModel m{static_cast<TimeNs>(rng() % 200'000'001) - 100'000'000,
                  static_cast<int64_t>(rng() % (kMaxDriftPpt + 1))};
-    const TimeNs t = kRef + static_cast<TimeNs>(rng() % (100'000ULL * trace::kNsPerSecond));
-    ASSERT_EQ(FromClock(m, kRef, ToClock(m, kRef, t)), t) << m.offset_ns << " " << m.drift_ppt;
+    const TimeNs t =
+        kRef + static_cast<TimeNs>(rng() % (100'000ULL * trace::kNsPerSecond));
+    ASSERT_EQ(FromClock(m, kRef, ToClock(m, kRef, t)), t)
+        << m.offset_ns << " " << m.drift_ppt;
     ASSERT_FALSE(IsLostValue(m, kRef, t));
   }
 }
@@ -45,7 +48,8 @@ TEST(ClockModelTest, SlowClocksLoseOnlyTheLastNanosecondOfAMicrosecond) {
   for (int i = 0; i < 20000; ++i) {
     ClockModel m{static_cast<TimeNs>(rng() % 200'000'001) - 100'000'000,
                  -static_cast<int64_t>(rng() % (kMaxDriftPpt + 1))};
-    TimeNs t = kRef + static_cast<TimeNs>(rng() % (100'000ULL * trace::kNsPerSecond));
+    TimeNs t =
+        kRef + static_cast<TimeNs>(rng() % (100'000ULL * trace::kNsPerSecond));
     const TimeNs back = FromClock(m, kRef, ToClock(m, kRef, t));
     if (IsLostValue(m, kRef, t)) {
       ++lost;
@@ -110,22 +114,30 @@ TEST(OffsetsFileTest, RoundTripsThroughItsTextForm) {
 TEST(OffsetsFileTest, ErrorsNameFileAndLine) {
   auto r = ParseOffsetsFile("o.txt", "# c\nA 0.01\nB zero\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "o.txt:3: bad offset 'zero' for B (expected seconds, e.g. -0.0125)");
+  EXPECT_EQ(
+      r.status().message(),
+      "o.txt:3: bad offset 'zero' for B (expected seconds, e.g. -0.0125)");
   r = ParseOffsetsFile("o.txt", "A\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message().rfind("o.txt:1: expected 'NODE OFFSET_SECONDS [DRIFT_PPM]'", 0), 0u);
+  EXPECT_EQ(r.status().message().rfind(
+                "o.txt:1: expected 'NODE OFFSET_SECONDS [DRIFT_PPM]'", 0),
+            0u);
   r = ParseOffsetsFile("o.txt", "\nA 0 1 2\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("o.txt:2: too many fields"), std::string::npos);
+  EXPECT_NE(r.status().message().find("o.txt:2: too many fields"),
+            std::string::npos);
   r = ParseOffsetsFile("o.txt", "A 0 5000\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("o.txt:1: bad drift '5000' for A"), std::string::npos);
+  EXPECT_NE(r.status().message().find("o.txt:1: bad drift '5000' for A"),
+            std::string::npos);
   r = ParseOffsetsFile("o.txt", "A 0\nA 1\n");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "o.txt:2: node 'A' listed twice");
   r = ParseOffsetsFile("o.txt", "#reference=yesterday\n");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("o.txt:1: bad reference time 'yesterday'"), std::string::npos);
+  EXPECT_NE(
+      r.status().message().find("o.txt:1: bad reference time 'yesterday'"),
+      std::string::npos);
   r = ParseOffsetsFile("o.txt", "A 0.5 # trailing comment\n\n  B -0.25 12\n");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->nodes.at("A").offset_ns, 500'000'000);

@@ -25,7 +25,8 @@ struct Clock {
 // Simulates RPCs A->B (B then calls C) and a few A->D, with transit times
 // uniform in [100, 300] us, and writes what each host saw, stamped by its
 // own clock, as HOST.trace with '#meta capture_host=HOST'.
-std::vector<EstimateInput> MakeViews(const TempDir& dir, const std::map<std::string, Clock>& clocks,
+std::vector<EstimateInput> MakeViews(const TempDir& dir,
+                                     const std::map<std::string, Clock>& clocks,
                                      double seconds, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> net(100e-6, 300e-6), proc(1e-3, 5e-3);
@@ -33,13 +34,15 @@ std::vector<EstimateInput> MakeViews(const TempDir& dir, const std::map<std::str
   std::map<std::string, std::vector<std::pair<TimeNs, std::string>>> lines;
   auto stamp = [&](const std::string& host, double t) {
     const Clock& c = clocks.at(host);
-    return static_cast<TimeNs>(std::llround((t + c.offset_s + c.drift_ppm * 1e-6 * (t - t0)) * 1e9));
+    return static_cast<TimeNs>(
+        std::llround((t + c.offset_s + c.drift_ppm * 1e-6 * (t - t0)) * 1e9));
   };
   uint64_t id = 0;
-  auto message = [&](double t, const char* kind, const std::string& s, const std::string& r,
-                     uint64_t callid) {
+  auto message = [&](double t, const char* kind, const std::string& s,
+                     const std::string& r, uint64_t callid) {
     const double arrive = t + net(rng);
-    const std::string body = std::string(kind) + "\t" + s + "\t" + r + "\t" + std::to_string(callid);
+    const std::string body =
+        std::string(kind) + "\t" + s + "\t" + r + "\t" + std::to_string(callid);
     lines[s].emplace_back(stamp(s, t), body);
     lines[r].emplace_back(stamp(r, arrive), body);
     return arrive;
@@ -59,11 +62,13 @@ std::vector<EstimateInput> MakeViews(const TempDir& dir, const std::map<std::str
   }
   std::vector<EstimateInput> inputs;
   for (auto& [host, v] : lines) {
-    std::stable_sort(v.begin(), v.end(),
-                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::stable_sort(v.begin(), v.end(), [](const auto& x, const auto& y) {
+      return x.first < y.first;
+    });
     std::ostringstream out;
     out << "#meta capture_host=" << host << "\n";
-    for (const auto& [ts, body] : v) out << trace::FormatTimestamp(ts) << "\t" << body << "\n";
+    for (const auto& [ts, body] : v)
+      out << trace::FormatTimestamp(ts) << "\t" << body << "\n";
     inputs.push_back({dir.Write(host + ".trace", out.str()), host});
   }
   return inputs;
@@ -80,8 +85,10 @@ const NodeEstimate& Node(const EstimateResult& r, const std::string& name) {
 
 TEST(EstimateTest, RecoversOffsetsRelativeToTheReference) {
   TempDir dir;
-  std::map<std::string, Clock> clocks = {
-      {"A", {0.020, 0}}, {"B", {-0.050, 0}}, {"C", {0.080, 0}}, {"D", {0.001, 0}}};
+  std::map<std::string, Clock> clocks = {{"A", {0.020, 0}},
+                                         {"B", {-0.050, 0}},
+                                         {"C", {0.080, 0}},
+                                         {"D", {0.001, 0}}};
   auto inputs = MakeViews(dir, clocks, 60, 1);
   EstimateOptions o;
   o.reference = "A";
@@ -102,7 +109,8 @@ TEST(EstimateTest, RecoversOffsetsRelativeToTheReference) {
   EXPECT_LE(b.uncertainty_ns, 130'000);
   EXPECT_GE(c.uncertainty_ns, b.uncertainty_ns);
   // The true offset lies inside the reported interval.
-  EXPECT_LE(std::abs(static_cast<double>(b.offset_ns) + 70e6), static_cast<double>(b.uncertainty_ns));
+  EXPECT_LE(std::abs(static_cast<double>(b.offset_ns) + 70e6),
+            static_cast<double>(b.uncertainty_ns));
   // D answered 8 calls: reported, not guessed.
   EXPECT_FALSE(Node(*r, "D").estimated);
   EXPECT_EQ(Node(*r, "D").matched, 16u);
@@ -130,18 +138,22 @@ TEST(EstimateTest, FitsDriftOverALongTrace) {
   // Offsets at the reference time (the first timestamp's second, ~1000 s
   // true time): A - B = -10 ms - 40 ppm * (ref - 1000 s).
   const double ref_s = static_cast<double>(r->reference_time) / 1e9;
-  EXPECT_NEAR(static_cast<double>(a.offset_ns) / 1e9, -0.010 - 40e-6 * (ref_s - 1000), 200e-6);
-  EXPECT_NEAR(static_cast<double>(c.offset_ns) / 1e9, -0.040 - 65e-6 * (ref_s - 1000), 300e-6);
+  EXPECT_NEAR(static_cast<double>(a.offset_ns) / 1e9,
+              -0.010 - 40e-6 * (ref_s - 1000), 200e-6);
+  EXPECT_NEAR(static_cast<double>(c.offset_ns) / 1e9,
+              -0.040 - 65e-6 * (ref_s - 1000), 300e-6);
 }
 
 TEST(EstimateTest, OneHostPerTrace) {
   TempDir dir;
-  std::map<std::string, Clock> clocks = {{"A", {}}, {"B", {}}, {"C", {}}, {"D", {}}};
+  std::map<std::string, Clock> clocks = {
+      {"A", {}}, {"B", {}}, {"C", {}}, {"D", {}}};
   auto inputs = MakeViews(dir, clocks, 2, 3);
   inputs[1].host = inputs[0].host;
   auto r = EstimateOffsets(inputs, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("are both captured at"), std::string::npos);
+  EXPECT_NE(r.status().message().find("are both captured at"),
+            std::string::npos);
 }
 
 }  // namespace
