@@ -197,3 +197,80 @@ TEST(SkewerCliTest, EstimateThenMergeRemovesPerHostSkew) {
 
 }  // namespace
 }  // namespace bbprof::testing
+
+namespace bbprof::testing {
+namespace {
+
+TEST(SkewerCliTest, HostStampAndHostFlags) {
+  TempDir dir;
+  std::string out;
+  // Two per-host captures of one RPC, B's clock 5 ms ahead, named by flag.
+  const std::string a = dir.Write("a.trace",
+                                  "1.000000 CALL A B 1\n1.000900 RET B A 1\n"
+                                  "2.000000 CALL A B 2\n2.000900 RET B A 2\n");
+  const std::string b = dir.Write("b.trace",
+                                  "1.005100 CALL A B 1\n1.005800 RET B A 1\n"
+                                  "2.005100 CALL A B 2\n2.005800 RET B A 2\n");
+  ASSERT_EQ(RunCli("skewer --estimate " + a + " " + b + " --host " + a + "=A --host " + b +
+                       "=B --min-matches 2 --reference A -o " + dir.File("e.offsets"),
+                   &out),
+            0)
+      << out;
+  // Bounds: [t3 - t4, t2 - t1] = [5.8 - 0.9, 5.1 - 0] ms = [4.9, 5.1] ms.
+  EXPECT_NE(ReadFile(dir.File("e.offsets")).find("B\t+0.005000000"), std::string::npos)
+      << ReadFile(dir.File("e.offsets"));
+  EXPECT_NE(out.find("0.000100000"), std::string::npos) << out;  // +- 0.1 ms
+  EXPECT_EQ(RunCli("skewer --estimate " + a + " " + b + " --host " + a + "=A", &out), 2);
+  EXPECT_NE(out.find(b + " does not say where it was captured"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("skewer --estimate " + a + " " + b + " --host nothere=A --host " + a +
+                       "=A --host " + b + "=B",
+                   &out),
+            2);
+  EXPECT_EQ(RunCli("skewer --estimate " + a + " " + b + " --host " + a + "=A --host " + b +
+                       "=B --reference Z",
+                   &out),
+            2);
+  EXPECT_NE(out.find("--reference Z"), std::string::npos) << out;
+  // --stamp host on B's capture moves every line, with --host naming it.
+  ASSERT_EQ(RunCli("skewer -q " + b + " --stamp host --host B --offset B=-0.005 -o " +
+                       dir.File("b0.trace"),
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(ReadFile(dir.File("b0.trace")).find("1.000100000\tCALL\tA\tB\t1\n"),
+            std::string::npos);
+  EXPECT_EQ(RunCli("skewer " + b + " --stamp host --offset B=-0.005 -o " + dir.File("x.trace"),
+                   &out),
+            1);
+  EXPECT_NE(out.find("capture_host"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("skewer " + b + " --stamp host --host B --offset A=1 -o " +
+                       dir.File("x.trace"),
+                   &out),
+            2);
+  EXPECT_NE(out.find("stamped by B's clock"), std::string::npos) << out;
+}
+
+TEST(SkewerCliTest, RemoveTakesTheReferenceFromTheMetaLine) {
+  TempDir dir;
+  std::string out;
+  const std::string t = dir.Write("t.trace",
+                                  "#bbprof-trace 1\n"
+                                  "5.250000000\tMSG\tA\tB\t-\n"
+                                  "9.000000000\tMSG\tB\tA\t-\n"
+                                  "300.125000000\tMSG\tA\tB\t-\n");
+  ASSERT_EQ(RunCli("skewer -q " + t + " --drift A=-400 --offset B=1 -o " + dir.File("s.trace"),
+                   &out),
+            0)
+      << out;
+  // No #reference line: it comes from '#meta skewer op=add ... reference=5'.
+  const std::string off = dir.Write("o.offsets", "A 0 -400\nB 1\n");
+  ASSERT_EQ(RunCli("skewer -q " + dir.File("s.trace") + " --remove " + off + " -o " +
+                       dir.File("back.trace"),
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(ReadFile(dir.File("back.trace")), ReadFile(t));
+}
+
+}  // namespace
+}  // namespace bbprof::testing
