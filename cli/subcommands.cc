@@ -8,6 +8,7 @@
 #include "cli/maketrace_command.h"
 #include "cli/merge_command.h"
 #include "cli/render_command.h"
+#include "cli/skewer_command.h"
 #include "cli/stats_command.h"
 #include "cli/subcommand.h"
 
@@ -18,6 +19,7 @@ std::span<const Subcommand> AllSubcommands() {
       kCaptureCommand,
       kStatsCommand,
       kMergeCommand,
+      kSkewerCommand,
       kConvertCommand,
       kNestCommand,
       kEvalCommand,

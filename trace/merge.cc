@@ -31,6 +31,7 @@ struct Input {
   size_t pos = 0;
   Owned cur;
   size_t meta_done = 0;
+  std::function<TimeNs(TimeNs)> clock;  // MergeOptions::input_clock
 
   bool Advance() {
     if (in_memory) {
@@ -40,7 +41,8 @@ struct Input {
     }
     Record r;
     if (!reader->Next(r)) return false;
-    cur = {r.ts_ns, r.sender, r.receiver, r.kind, std::string(r.callid), std::string(r.pathid)};
+    cur = {clock ? clock(r.ts_ns) : r.ts_ns, r.sender, r.receiver, r.kind,
+           std::string(r.callid), std::string(r.pathid)};
     return true;
   }
 };
@@ -85,6 +87,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
     auto r = OpenTraceReader(inputs[i], nodes, ropts);
     if (!r.ok()) return r.status();
     in[i].reader = std::move(*r);
+    if (i < options.input_clock.size()) in[i].clock = options.input_clock[i];
   }
   if (options.sort_inputs) {
     // Sorting needs every record in memory (about 64 bytes a message plus
@@ -93,7 +96,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
       in[i].in_memory = true;
       Record rec;
       while (in[i].reader->Next(rec)) {
-        in[i].sorted.push_back({rec.ts_ns, rec.sender, rec.receiver, rec.kind,
+        in[i].sorted.push_back({in[i].clock ? in[i].clock(rec.ts_ns) : rec.ts_ns, rec.sender, rec.receiver, rec.kind,
                                 std::string(rec.callid), std::string(rec.pathid)});
       }
       if (!in[i].reader->status().ok()) return in[i].reader->status();
@@ -127,6 +130,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
     std::ostringstream m;
     m << "merged=" << inputs.size() << " dedup_window_ns=" << options.dedup_window;
     BBPROF_RETURN_IF_ERROR(w.WriteMeta(m.str()));
+    for (const auto& extra : options.extra_meta) BBPROF_RETURN_IF_ERROR(w.WriteMeta(extra));
   }
 
   using Entry = std::pair<TimeNs, size_t>;  // min-heap on (ts, input)

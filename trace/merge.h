@@ -10,6 +10,7 @@
 #ifndef BBPROF_TRACE_MERGE_H_
 #define BBPROF_TRACE_MERGE_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,13 @@ struct MergeOptions {
   std::map<std::string, std::string> rename;  // old name -> new name
   bool sort_inputs = false;
   TraceFormat format = TraceFormat::kText;
+  // Per input (empty = none): a correction applied to each timestamp as it is
+  // read, before merging and dedup, e.g. removing the input's capture host's
+  // clock skew (merge --offsets, skewer/). It must be non-decreasing so that
+  // a sorted input stays sorted and the merge stays streaming.
+  std::vector<std::function<TimeNs(TimeNs)>> input_clock;
+  // More "#meta" bodies, written after the "merged=" line.
+  std::vector<std::string> extra_meta;
 };
 
 struct MergeSummary {
