@@ -25,6 +25,7 @@ process id. Needs root (live capture) and nginx and redis-server
     multitier_e2e.py BBPROF [WORKDIR]
 """
 import json
+import random
 import os
 import shutil
 import signal
@@ -41,7 +42,8 @@ CLIENT, NGINX, APP, REDIS = "127.0.20.1", "127.0.20.2", "127.0.20.3", "127.0.20.
 NGINX_PORT, APP_PORT, REDIS_PORT = 18080, 18081, 16380
 DELAY = 0.030       # seconds the app works on /item
 LOAD_SECONDS = 4.0
-CLIENTS = 2        # concurrent keep-alive client connections
+CLIENTS = 3        # concurrent keep-alive client connections
+THINK = 0.030      # the most a client waits between requests (uniform)
 SKIP = 77
 
 
@@ -111,11 +113,16 @@ http {{
 """
 
 
-def load(stop_at, counts, errors):
-    """One client thread: keep-alive requests, three /item for one /health."""
+def load(seed, stop_at, counts, errors):
+    """One client thread: keep-alive requests, three /item for one /health,
+    each after a random think time. Without it the clients fall into lockstep
+    (equal service times release them together) and their calls into each
+    tier come microseconds apart, which no black-box method can tell apart."""
+    rng = random.Random(seed)
     conn = None
     i = 0
     while time.monotonic() < stop_at:
+        time.sleep(rng.uniform(0, THINK))
         path = "/health" if i % 4 == 3 else "/item"
         try:
             if conn is None:
@@ -199,8 +206,8 @@ def main():
 
         counts, errors = {}, []
         stop_at = time.monotonic() + LOAD_SECONDS
-        threads = [threading.Thread(target=load, args=(stop_at, counts, errors))
-                   for _ in range(CLIENTS)]
+        threads = [threading.Thread(target=load, args=(seed, stop_at, counts, errors))
+                   for seed in range(CLIENTS)]
         for t in threads:
             t.start()
         for t in threads:
@@ -261,13 +268,14 @@ def check(doc, counts):
     rooted = sum(p["count"] for p in patterns if p["signature"].startswith("client->nginx"))
     if not (total - 4 <= rooted <= total):
         fail("%d instances rooted at client->nginx for %d requests" % (rooted, total))
-    # Most requests are instances of their own pattern. The nesting algorithm
-    # is probabilistic (section 5.1): with concurrent clients some calls are
-    # nested under the wrong parent (app(redis,redis) beside an app whose
-    # redis call was taken), so a bound is asserted, not exactness.
+    # Nearly all requests are instances of their own pattern. The nesting
+    # algorithm is probabilistic (section 5.1): with concurrent clients a few
+    # calls are nested under the wrong parent (app(redis,redis) beside an app
+    # whose redis call was taken), so a bound is asserted, not exactness
+    # (measured: 96-99% of /item requests).
     for p, path in ((top, "/item"), (second, "/health")):
         want = counts.get(path, 0)
-        if not (0.5 * want <= p["count"] <= total):
+        if not (0.8 * want <= p["count"] <= total):
             fail("%s: %d instances for %d %s requests" % (p["signature"], p["count"],
                                                          want, path))
     # The delay added in the app shows up on the app: its own time is about
