@@ -126,8 +126,38 @@ class Engine {
   // where callids are absent or repeat, each return takes the earliest
   // unmatched call with the same key (FIFO). Pairs are kept in call order;
   // ret_order_ records the order in which they returned.
+  //
+  // Under a skew window w (7.5.6) a return stamped by a slow clock can come
+  // before its own call: such a return waits up to w for a call with its key
+  // instead of being dropped, and the pair keeps the observed (negative)
+  // latency. Without this, every call faster than the skew would be lost
+  // with its return, and its subtree with it.
   Status FindCallPairs() {
     std::unordered_map<OpenKey, std::deque<uint32_t>, OpenKeyHash> open;
+    struct Early {
+      TimeNs ts;
+      uint64_t seq;
+    };
+    std::unordered_map<OpenKey, std::deque<Early>, OpenKeyHash> early;
+    std::deque<std::pair<uint64_t, OpenKey>> early_order;  // by time
+    uint64_t early_seq = 0;
+    // Each of two clocks may be up to w off, so a return can precede its
+    // call by up to 2w.
+    const TimeNs w = 2 * params_.skew_window;
+    // Drops early returns older than `now - w`: no call can claim them.
+    auto expire_early = [&](TimeNs now) {
+      while (!early_order.empty()) {
+        auto& [seq, k] = early_order.front();
+        auto it = early.find(k);
+        if (it != early.end() && it->second.front().seq == seq) {
+          if (it->second.front().ts >= now - w) break;
+          it->second.pop_front();
+          ++stats_.unmatched_returns;
+          if (it->second.empty()) early.erase(it);
+        }
+        early_order.pop_front();
+      }
+    };
     Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
                       false);
     trace::Record rec;
@@ -166,6 +196,18 @@ class Engine {
           }
           p.pathid = std::hash<std::string_view>()(rec.pathid) | 1;
         }
+        if (w > 0 && !early.empty()) {
+          expire_early(rec.ts_ns);
+          auto it = early.find(key);
+          if (it != early.end()) {
+            p.ret = it->second.front().ts;
+            it->second.pop_front();
+            if (it->second.empty()) early.erase(it);
+            ret_order_.push_back(static_cast<uint32_t>(pairs_.size()));
+            pairs_.push_back(p);
+            continue;
+          }
+        }
         open[key].push_back(static_cast<uint32_t>(pairs_.size()));
         pairs_.push_back(p);
       } else {
@@ -175,7 +217,13 @@ class Engine {
         key.callid.assign(rec.callid);
         auto it = open.find(key);
         if (it == open.end()) {
-          ++stats_.unmatched_returns;
+          if (w > 0) {
+            expire_early(rec.ts_ns);
+            early[key].push_back({rec.ts_ns, early_seq});
+            early_order.emplace_back(early_seq++, key);
+          } else {
+            ++stats_.unmatched_returns;
+          }
           continue;
         }
         uint32_t idx = it->second.front();
@@ -187,6 +235,15 @@ class Engine {
     }
     progress.Finish();
     if (!reader_.status().ok()) return reader_.status();
+    for (const auto& [k, q] : early) stats_.unmatched_returns += q.size();
+    if (w > 0) {
+      // Early returns joined ret_order_ when their call came: restore the
+      // order of return times the candidate sweep relies on.
+      std::stable_sort(ret_order_.begin(), ret_order_.end(),
+                       [&](uint32_t a, uint32_t b) {
+                         return pairs_[a].ret < pairs_[b].ret;
+                       });
+    }
     stats_.path = reader_.path();
     stats_.call_pairs = ret_order_.size();
     stats_.unmatched_calls = pairs_.size() - ret_order_.size();

@@ -130,6 +130,38 @@ TEST(NestingTest, SkewWindowAdmitsAParentStampedAfterItsChild) {
   EXPECT_NEAR(loose->patterns[0].root.children[0].call_delay.mean_s(), -0.001, 1e-9);
 }
 
+TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
+  // B's clock is 8 ms fast and B stamps what it sends: its call to C looks
+  // 8 ms late, so C's 2 ms return comes before it.
+  const std::string t =
+      "1.000 CALL A B p\n1.003 RET C B c\n1.009 CALL B C c\n"
+      "1.020 RET B A p\n";
+  auto strict = NestText(t);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(strict->input.unmatched_returns, 1u);
+  EXPECT_EQ(strict->input.unmatched_calls, 1u);
+  ASSERT_EQ(strict->patterns.size(), 1u);
+  EXPECT_EQ(strict->patterns[0].signature, "A->B");
+  Params p;
+  p.skew_window = 10'000'000;  // 10 ms
+  auto loose = NestText(t, p);
+  ASSERT_TRUE(loose.ok());
+  EXPECT_EQ(loose->input.unmatched_returns, 0u);
+  EXPECT_EQ(loose->input.unmatched_calls, 0u);
+  ASSERT_EQ(loose->patterns.size(), 1u);
+  EXPECT_EQ(loose->patterns[0].signature, "A->B(C)");
+  // The observed latency is kept: it shows the skew.
+  EXPECT_NEAR(loose->patterns[0].root.children[0].latency.mean_s(), -0.006, 1e-9);
+  // A return whose call comes later than twice the window stays unmatched.
+  auto late = NestText(
+      "1.000 CALL A B p\n1.003 RET C B c\n1.030 CALL B C c\n1.040 RET C B c\n"
+      "1.050 RET B A p\n",
+      p);
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->input.unmatched_returns, 1u);
+  EXPECT_EQ(late->input.unmatched_calls, 0u);
+}
+
 TEST(NestingTest, SignatureOrdersChildrenByMeanCallDelayThenName) {
   auto r = NestText(
       "0 CALL A B 1\n1 CALL B Z 2\n2 RET Z B 2\n3 CALL B Y 3\n4 RET Y B 3\n"
