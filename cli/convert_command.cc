@@ -36,7 +36,9 @@ int Run(std::span<const std::string> args) {
                          cl.Get<std::string>("format") + "'");
   }
 
-  auto reader = trace::OpenTraceReader(in_path);
+  trace::ReaderOptions options;
+  options.numeric_ids = true;  // the writers take numbers as they are
+  auto reader = trace::OpenTraceReader(in_path, nullptr, options);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto writer = trace::OpenTraceWriter(out_path, &(*reader)->nodes(), format);
   if (!writer.ok()) return cl.Fail(writer.status());

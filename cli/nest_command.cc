@@ -84,6 +84,7 @@ int Run(std::span<const std::string> args) {
 
   trace::ReaderOptions ropts;
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
+  ropts.numeric_ids = true;
   auto reader = trace::OpenTraceReader(cl.Positional("TRACE")[0], nullptr, ropts);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto result = nesting::RunNesting(**reader, params);

@@ -14,7 +14,9 @@ namespace bbprof::nesting {
 namespace {
 
 Result<DetailedResult> RunOnce(const std::string& path, const Params& params) {
-  auto reader = trace::OpenTraceReader(path);
+  trace::ReaderOptions options;
+  options.numeric_ids = true;
+  auto reader = trace::OpenTraceReader(path, nullptr, options);
   if (!reader.ok()) return reader.status();
   return RunNestingDetailed(**reader, params);
 }

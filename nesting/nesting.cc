@@ -79,16 +79,32 @@ class BinScale {
   int positive_bins_;
 };
 
+// A call's identity for pairing. Binary traces are read with numeric ids
+// (ReaderOptions::numeric_ids): a numeric callid is kept as a number, any
+// other as text; one file always gives one id the same form.
 struct OpenKey {
   NodeId caller, callee;
+  bool numeric = false;
+  uint64_t number = 0;
   std::string callid;
+  void SetCallid(const trace::Record& rec) {
+    numeric = rec.callid_is_number;
+    number = rec.callid_number;
+    if (numeric) {
+      callid.clear();
+    } else {
+      callid.assign(rec.callid);
+    }
+  }
   bool operator==(const OpenKey& o) const {
-    return caller == o.caller && callee == o.callee && callid == o.callid;
+    return caller == o.caller && callee == o.callee && numeric == o.numeric &&
+           number == o.number && callid == o.callid;
   }
 };
 struct OpenKeyHash {
   size_t operator()(const OpenKey& k) const {
-    size_t h = std::hash<std::string_view>()(k.callid);
+    size_t h = k.numeric ? std::hash<uint64_t>()(k.number) * 0xD6E8FEB86659FD93ULL
+                         : std::hash<std::string_view>()(k.callid);
     return h ^ (static_cast<size_t>(k.caller) * 0x9E3779B97F4A7C15ULL) ^
            (static_cast<size_t>(k.callee) * 0xC2B2AE3D27D4EB4FULL);
   }
@@ -183,18 +199,21 @@ class Engine {
       if (rec.kind == Kind::kCall) {
         key.caller = rec.sender;
         key.callee = rec.receiver;
-        key.callid.assign(rec.callid);
+        key.SetCallid(rec);
         Pair p;
         p.call = rec.ts_ns;
         p.caller = rec.sender;
         p.callee = rec.receiver;
         if (params_.use_pathids) {
-          if (rec.pathid.empty()) {
+          if (rec.pathid.empty() && !rec.pathid_is_number) {
             return Status::Error(reader_.path() +
                                  ": a CALL without a pathid; evaluation needs "
                                  "a trace with ground truth (from maketrace)");
           }
-          p.pathid = std::hash<std::string_view>()(rec.pathid) | 1;
+          p.pathid = (rec.pathid_is_number
+                          ? rec.pathid_number * 0x9E3779B97F4A7C15ULL
+                          : std::hash<std::string_view>()(rec.pathid)) |
+                     1;
         }
         if (w > 0 && !early.empty()) {
           expire_early(rec.ts_ns);
@@ -214,7 +233,7 @@ class Engine {
         // A return travels callee -> caller.
         key.caller = rec.receiver;
         key.callee = rec.sender;
-        key.callid.assign(rec.callid);
+        key.SetCallid(rec);
         auto it = open.find(key);
         if (it == open.end()) {
           if (w > 0) {

@@ -30,6 +30,37 @@ TEST(NestCliTest, WritesReportAndJson) {
   EXPECT_EQ(j["patterns"][0]["signature"], "client->WS(DB)");
 }
 
+// nest reads binary traces with numeric ids (numbers, not text) and text
+// traces with text ids: the same trace (a maketrace sample, numeric callids
+// and the pathids eval needs) in both forms gives the same patterns and the
+// same evaluation.
+TEST(NestCliTest, TextAndBinaryFormsOfATraceGiveTheSameResult) {
+  TempDir dir;
+  const std::string sample = std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace";
+  std::string text = dir.File("t.trace"), bin = dir.File("t.bbt");
+  std::string out;
+  ASSERT_EQ(RunCli("convert " + sample + " " + text, &out), 0) << out;
+  ASSERT_EQ(RunCli("convert " + text + " " + bin, &out), 0) << out;
+  for (const std::string* t : {&text, &bin}) {
+    const std::string name = t == &text ? "text" : "bin";
+    ASSERT_EQ(RunCli("nest " + *t + " -q --json " + dir.File(name + ".json"), &out), 0)
+        << out;
+    ASSERT_EQ(RunCli("eval " + dir.File(name + ".json") + " --truth " + *t + " -q --json " +
+                         dir.File(name + ".eval.json"),
+                     &out),
+              0)
+        << out;
+  }
+  auto a = nlohmann::json::parse(ReadFile(dir.File("text.json")));
+  auto b = nlohmann::json::parse(ReadFile(dir.File("bin.json")));
+  ASSERT_GT(a["patterns"].size(), 0u);
+  EXPECT_EQ(a["patterns"], b["patterns"]);
+  EXPECT_EQ(a["input"]["call_pairs"], b["input"]["call_pairs"]);
+  auto ea = nlohmann::json::parse(ReadFile(dir.File("text.eval.json")));
+  auto eb = nlohmann::json::parse(ReadFile(dir.File("bin.eval.json")));
+  EXPECT_EQ(ea["instances"], eb["instances"]);
+}
+
 TEST(NestCliTest, EmptyAndBadTracesFailClearly) {
   TempDir dir;
   std::string out;

@@ -355,3 +355,58 @@ TEST(BinaryFormatTest, CanonicalUnsigned) {
 
 }  // namespace
 }  // namespace bbprof::trace
+
+namespace bbprof::trace {
+namespace {
+
+// ReaderOptions::numeric_ids: numeric ids come as numbers with empty text,
+// other ids as text, and writers take either form, so a copy through
+// numbers is byte-identical to one through text, in both forms.
+TEST(BinaryFormatTest, NumericIdsComeAsNumbersAndCopyExactly) {
+  TempDir dir;
+  const std::string text =
+      "#bbprof-trace 1\n"
+      "1.000000000\tCALL\ta\tb\t42\t7\n"
+      "1.000000001\tCALL\ta\tb\tabc\t18446744073709551615\n"
+      "1.000000002\tRET\tb\ta\t-\n"
+      "1.000000003\tRET\tb\ta\t042\n";
+  std::string in = dir.Write("in.trace", text);
+  ASSERT_TRUE(Copy(in, dir.File("in.bbt"), TraceFormat::kBinary).ok());
+  ReaderOptions numeric;
+  numeric.numeric_ids = true;
+  auto r = OpenTraceReader(dir.File("in.bbt"), nullptr, numeric);
+  ASSERT_TRUE(r.ok());
+  Record rec;
+  ASSERT_TRUE((*r)->Next(rec));
+  EXPECT_TRUE(rec.callid_is_number);
+  EXPECT_EQ(rec.callid_number, 42u);
+  EXPECT_TRUE(rec.callid.empty());
+  EXPECT_TRUE(rec.pathid_is_number);
+  EXPECT_EQ(rec.pathid_number, 7u);
+  ASSERT_TRUE((*r)->Next(rec));
+  EXPECT_FALSE(rec.callid_is_number);
+  EXPECT_EQ(rec.callid, "abc");
+  EXPECT_TRUE(rec.pathid_is_number);
+  EXPECT_EQ(rec.pathid_number, 18446744073709551615u);
+  ASSERT_TRUE((*r)->Next(rec));
+  EXPECT_FALSE(rec.callid_is_number);
+  EXPECT_FALSE(rec.pathid_is_number);
+  EXPECT_TRUE(rec.callid.empty());
+  ASSERT_TRUE((*r)->Next(rec));
+  EXPECT_FALSE(rec.callid_is_number);  // not canonical: stays text
+  EXPECT_EQ(rec.callid, "042");
+  EXPECT_FALSE((*r)->Next(rec));
+  EXPECT_TRUE((*r)->status().ok());
+  // Through numbers into text and into binary: the same bytes as through text.
+  ASSERT_TRUE(Copy(dir.File("in.bbt"), dir.File("n.trace"), TraceFormat::kText,
+                   numeric)
+                  .ok());
+  EXPECT_EQ(ReadFile(dir.File("n.trace")), text);
+  ASSERT_TRUE(Copy(dir.File("in.bbt"), dir.File("n.bbt"), TraceFormat::kBinary,
+                   numeric)
+                  .ok());
+  EXPECT_EQ(ReadFile(dir.File("n.bbt")), ReadFile(dir.File("in.bbt")));
+}
+
+}  // namespace
+}  // namespace bbprof::trace
