@@ -69,8 +69,9 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
   std::vector<uint64_t> isize(ic.size(), 0);
   for (uint32_t i = 0; i < ic.size(); ++i) {
     if (!ic[i].matched) continue;
-    e.messages += 2;
-    ++isize[iroot[i]];
+    const uint64_t msgs = ic[i].imputed ? 1 : 2;  // an imputed call lost one
+    e.messages += msgs;
+    isize[iroot[i]] += msgs;
     if (ic[i].parent != tc[i].parent) {
       ibad[iroot[i]] = 1;
       tbad[troot[i]] = 1;
@@ -84,7 +85,7 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
     e.true_instances += troot_here;
     if (iroot_here && troot_here && !ibad[i] && !tbad[i]) {
       ++e.correct_instances;
-      e.messages_correct += 2 * isize[i];
+      e.messages_correct += isize[i];
     }
   }
   e.instance_fn_rate = e.true_instances

@@ -36,6 +36,7 @@ struct Pair {
   uint32_t first_child = kNone;
   uint32_t next_sibling = kNone;
   uint64_t pathid = 0;  // hash of the ground-truth pathid (evaluation only)
+  bool imputed = false;  // ret is assumed: the real return was lost
 };
 
 // Scoreboard bins (5.1.1.2): histograms indexed by log_base(delta). The
@@ -117,6 +118,7 @@ class Engine {
 
   Result<NestingResult> Run() {
     BBPROF_RETURN_IF_ERROR(FindCallPairs());
+    if (params_.impute_lost_returns) ImputeLostReturns();
     FindCandidates();
     ScoreNestings();
     FindNestedPairs();
@@ -131,6 +133,7 @@ class Engine {
     d->calls.resize(pairs_.size());
     for (size_t i = 0; i < pairs_.size(); ++i) {
       d->calls[i].matched = pairs_[i].ret >= 0;
+      d->calls[i].imputed = pairs_[i].imputed;
       d->calls[i].parent = pairs_[i].parent;
       d->calls[i].root_pattern = root_pattern_[i];
     }
@@ -273,6 +276,47 @@ class Engine {
       names_.emplace_back(reader_.nodes().Name(static_cast<NodeId>(i)));
     }
     return Status::Ok();
+  }
+
+  // Beyond the paper: a call without a return (its return lost to the
+  // sniffer, or still in flight when the capture ended) gets an assumed
+  // return at its edge's 99th-percentile latency, so that it stays a
+  // candidate parent for the calls it caused. Dropping it (the paper's
+  // rule) leaves its children without their true parent, and they are
+  // nested under a concurrent call of the same node, making two instances
+  // wrong. Its latency is unknown: it is left out of latency statistics.
+  // Edges with no matched call keep their calls unmatched.
+  void ImputeLostReturns() {
+    if (stats_.unmatched_calls == 0) return;
+    std::unordered_map<uint64_t, std::vector<TimeNs>> latencies;
+    for (const Pair& p : pairs_) {
+      if (p.ret < 0) continue;
+      latencies[static_cast<uint64_t>(p.caller) << 32 | p.callee].push_back(
+          std::max<TimeNs>(0, p.ret - p.call));
+    }
+    std::unordered_map<uint64_t, TimeNs> p99;
+    for (auto& [edge, v] : latencies) {
+      size_t k = v.size() - 1 - (v.size() - 1) / 100;
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+      p99[edge] = v[k];
+    }
+    bool any = false;
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      Pair& p = pairs_[i];
+      if (p.ret >= 0) continue;
+      auto it = p99.find(static_cast<uint64_t>(p.caller) << 32 | p.callee);
+      if (it == p99.end()) continue;
+      p.ret = p.call + it->second;
+      p.imputed = true;
+      ret_order_.push_back(i);
+      any = true;
+    }
+    if (any) {
+      std::stable_sort(ret_order_.begin(), ret_order_.end(),
+                       [&](uint32_t a, uint32_t b) {
+                         return pairs_[a].ret < pairs_[b].ret;
+                       });
+    }
   }
 
   // Step 2 (5.1.1.1): the candidate parents of a call B->C are the calls
@@ -495,7 +539,7 @@ class Engine {
       node->node = names_[p.callee];
       node->children.resize(inst.children.size());
     }
-    node->latency.Add(p.ret - p.call);
+    if (!p.imputed) node->latency.Add(p.ret - p.call);
     node->call_delay.Add(p.call - parent_call);
     for (size_t i = 0; i < inst.children.size(); ++i) {
       Accumulate(inst.children[i], p.call, &node->children[i]);
@@ -521,7 +565,7 @@ class Engine {
       Pattern& pat = (*patterns)[it->second];
       root_pattern_[i] = static_cast<uint32_t>(it->second);
       ++pat.count;
-      pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
+      if (!p.imputed) pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
       Accumulate(inst, p.call, &pat.root);
     }
     for (Pattern& pat : *patterns) {

@@ -41,6 +41,11 @@ struct Params {
   // Score by the bin's raw value as in the paper, instead of value / bin
   // width (a delay density, the default; see FindNestedPairs).
   bool raw_bin_scores = false;
+  // A call whose return was lost (a sniffer drop, the trace's end) still
+  // happened and may have caused calls: it stays a candidate parent until
+  // its edge's 99th-percentile latency has passed (see FindCallPairs).
+  // Without this, its children are pinned on a concurrent call instead.
+  bool impute_lost_returns = true;
   // Evaluation only ("cheating" as in section 7.5.1): candidate parents must
   // carry the child's ground-truth pathid, which yields the true paths.
   bool use_pathids = false;
@@ -98,6 +103,7 @@ Result<NestingResult> RunNesting(trace::TraceReader& reader,
 inline constexpr uint32_t kNoParent = 0xFFFFFFFFu;
 struct CallInfo {
   bool matched = false;
+  bool imputed = false;  // matched to an assumed return (its own was lost)
   uint32_t parent = kNoParent;
   uint32_t root_pattern = kNoParent;  // index into patterns before sorting
 };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -160,6 +161,42 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->input.unmatched_returns, 1u);
   EXPECT_EQ(late->input.unmatched_calls, 0u);
+}
+
+// A call whose return was lost keeps its children: it stays a candidate
+// parent until its edge's 99th-percentile latency has passed, and its
+// (unknown) latency is left out of the statistics. Without that, its child
+// is pinned on the concurrent call y.
+TEST(NestingTest, CallWithALostReturnKeepsItsChildren) {
+  std::string t;
+  char line[160];
+  for (int i = 0; i < 20; ++i) {
+    std::snprintf(line, sizeof line,
+                  "%d.000 CALL A B p%d\n%d.001 CALL B C c%d\n%d.003 RET C B c%d\n"
+                  "%d.010 RET B A p%d\n",
+                  i, i, i, i, i, i, i, i);
+    t += line;
+  }
+  t += "30.0000 CALL A B x\n30.0005 CALL A B y\n30.0010 CALL B C cx\n"
+       "30.0030 RET C B cx\n30.0105 RET B A y\n";
+  auto r = NestText(t);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->input.unmatched_calls, 1u);
+  const Pattern* with_child = Find(*r, "A->B(C)");
+  const Pattern* alone = Find(*r, "A->B");
+  ASSERT_NE(with_child, nullptr);
+  ASSERT_NE(alone, nullptr);
+  EXPECT_EQ(with_child->count, 21u);  // 20 clean instances and x
+  EXPECT_EQ(alone->count, 1u);        // y, which called nothing
+  EXPECT_NEAR(with_child->root.latency.mean_s(), 0.010, 1e-4);  // x left out
+  EXPECT_NEAR(with_child->total_latency_s, 20 * 0.010, 1e-9);
+  Params paper;
+  paper.impute_lost_returns = false;
+  auto p = NestText(t, paper);
+  ASSERT_TRUE(p.ok());
+  ASSERT_NE(Find(*p, "A->B(C)"), nullptr);
+  EXPECT_EQ(Find(*p, "A->B(C)")->count, 21u);  // 20 and y, wrongly
+  EXPECT_EQ(Find(*p, "A->B"), nullptr);
 }
 
 TEST(NestingTest, SignatureOrdersChildrenByMeanCallDelayThenName) {
