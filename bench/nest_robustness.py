@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Robustness of the nesting algorithm, as the paper's Figures 19-21 (7.5.2-7.5.4).
 
-From one maketrace configuration (default samples/multitier-normal.conf) this
-derives three families of traces, runs `bbprof nest` at default parameters on
-each and scores it with `bbprof eval` against the ground truth:
+From each maketrace configuration (default: the four pathological cases of
+section 7.5.2 and samples/multitier-normal.conf) this derives three families
+of traces, runs `bbprof nest` at default parameters on each and scores it with
+`bbprof eval` against the ground truth:
 
   parallelism  every tracelet's instance count (parallel clients) times K,
-               K = 1 2 4 8 16 32 (Figure 19);
+               K = 0.5 1 2 4 8 16 32 (Figure 19);
   variation    every delay's and processing time's standard deviation (the
-               part after the ±) times K, K = 0.5 1 2 4 8 (Figure 20);
+               part after the ±) times K, K = 0.25 0.5 1 2 4 8 (Figure 20);
   loss         each message lost independently with probability P,
-               P = 0 0.1% 0.2% 0.5% 1% 2% 5% (Figure 21; `loss P` in the config).
+               P = 0 0.1% 0.2% 0.5% 1% 2% 5% (Figure 21; `loss P` in the config);
+  low corner   half the clients and half or a quarter of the SDs (the
+               "low parallelism and low delay variance" of section 7.5.2).
 
 Every trace has the same length in messages (--messages, default 200000) and
 the same seed, so the rows differ only in the varied parameter. Prints one
@@ -18,7 +21,7 @@ Markdown table per family: the measured mean parallelism (candidates per
 nested call), instance false negatives, messages not on a correct path, and
 the top-5 false-negative rate. Not a test.
 
-    bench/nest_robustness.py [--bbprof B] [--config C] [--messages N] [--seed S] [--work DIR]
+    bench/nest_robustness.py [--bbprof B] [--config C]... [--messages N] [--seed S] [--work DIR]
 """
 import argparse
 import json
@@ -84,7 +87,7 @@ def measure(args, name, text):
 
 
 def table(title, label, rows):
-    print("### " + title)
+    print("#### " + title)
     print()
     print("| %s | mean parallelism | instance FN | messages not on a correct path | top-5 FN | unmatched calls+returns |" % label)
     print("|---|---|---|---|---|---|")
@@ -100,7 +103,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bbprof", default=os.environ.get(
         "BBPROF", os.path.join(ROOT, "build/release/cli/bbprof")))
-    ap.add_argument("--config", default=os.path.join(ROOT, "samples/multitier-normal.conf"))
+    ap.add_argument("--config", action="append", default=None,
+                    help="a maketrace configuration (repeatable)")
     ap.add_argument("--messages", type=int, default=200000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", default=None)
@@ -108,19 +112,30 @@ def main():
     if args.work is None:
         args.work = tempfile.mkdtemp(prefix="nest-robustness.")
     os.makedirs(args.work, exist_ok=True)
-    with open(args.config) as f:
-        base = f.read()
-    print("config %s, %d messages, seed %d\n" % (os.path.basename(args.config),
-                                                args.messages, args.seed))
-    table("Parallelism (Figure 19): instances times K", "K",
-          [(k, measure(args, "par%g" % k, scale_instances(base, k)))
-           for k in (1, 2, 4, 8, 16, 32)])
-    table("Delay variation (Figure 20): standard deviations times K", "K",
-          [(k, measure(args, "var%g" % k, scale_sd(base, k)))
-           for k in (0.5, 1, 2, 4, 8)])
-    table("Message loss (Figure 21): each message lost with probability P", "P",
-          [("%g%%" % (100 * p), measure(args, "loss%g" % p, with_loss(base, p)))
-           for p in (0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)])
+    configs = args.config or [
+        os.path.join(ROOT, "samples", n + ".conf")
+        for n in ("children-parallel", "children-0-2", "children-d-cc",
+                  "penalty-breaker", "multitier-normal")]
+    for config in configs:
+        with open(config) as f:
+            base = f.read()
+        name = os.path.splitext(os.path.basename(config))[0]
+        print("### %s (%d messages, seed %d)\n" % (name, args.messages, args.seed))
+        table("Parallelism (Figure 19): instances times K", "K",
+              [(k, measure(args, "%s-par%g" % (name, k), scale_instances(base, k)))
+               for k in (0.5, 1, 2, 4, 8, 16, 32)])
+        table("Delay variation (Figure 20): standard deviations times K", "K",
+              [(k, measure(args, "%s-var%g" % (name, k), scale_sd(base, k)))
+               for k in (0.25, 0.5, 1, 2, 4, 8)])
+        table("The low corner: half the parallel clients and smaller standard deviations",
+              "clients x, SD x",
+              [("%g, %g" % (kp, kv),
+                measure(args, "%s-low%g-%g" % (name, kp, kv),
+                        scale_sd(scale_instances(base, kp), kv)))
+               for kp, kv in ((0.5, 0.5), (0.5, 0.25))])
+        table("Message loss (Figure 21): each message lost with probability P", "P",
+              [("%g%%" % (100 * p), measure(args, "%s-loss%g" % (name, p), with_loss(base, p)))
+               for p in (0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05)])
 
 
 if __name__ == "__main__":
