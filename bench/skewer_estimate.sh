@@ -19,14 +19,8 @@ SEEDS=${SEEDS:-1 2 3}
 DRIFT=${DRIFT:-0}
 START=1000000000  # maketrace traces start at this epoch second
 
-nest_fn() {  # nest_fn TRACE: "FN% (messages on correct paths %)"
-  "$B" nest "$1" --json "$1.json" -q > /dev/null
-  "$B" eval "$1.json" --truth "$1" --json "$1.eval.json" -q > /dev/null
-  python3 -c 'import json,sys
-e = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
-print("%.2f%% (%.1f%%)" % (100*e["instances"]["false_negative_rate"], 100*e["messages"]["correct"]/r["input"]["messages"]))' \
-    "$1.eval.json" "$1.json"
-}
+. bench/lib/nest_eval.sh
+nest_fn() { nest_eval_fn "$B" "$1" "$1"; }  # nest_fn TRACE
 
 echo "sample $SAMPLE, offsets uniform in [-100, 100] ms, drifts uniform in [-$DRIFT, $DRIFT] ppm"
 echo

@@ -27,15 +27,11 @@ mkdir -p "$W"
 t="$W/$SAMPLE.bbt"
 [ -f "$t" ] || "$B" maketrace "samples/$SAMPLE.conf" -o "$t" --seed "$SEED" -q
 
+. bench/lib/nest_eval.sh
 fn() {  # fn TRACE NAME NEST_FLAGS...: prints "FN% (messages on correct paths %)"
   local trace=$1 name=$2
   shift 2
-  "$B" nest "$trace" --json "$W/$name.json" -q "$@" > /dev/null
-  "$B" eval "$W/$name.json" --truth "$trace" --json "$W/$name.eval.json" -q > /dev/null
-  python3 -c 'import json,sys
-e = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))
-print("%.2f%% (%.1f%%)" % (100*e["instances"]["false_negative_rate"], 100*e["messages"]["correct"]/r["input"]["messages"]))' \
-    "$W/$name.eval.json" "$W/$name.json"
+  nest_eval_fn "$B" "$trace" "$W/$name" "$@"
 }
 
 echo "sample $SAMPLE (seed $SEED), skew at $NODE, skew window $WINDOW s, smoothing $SMOOTH bins"

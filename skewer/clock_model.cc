@@ -147,16 +147,24 @@ bool SkewTable::has_drift() const {
   return false;
 }
 
+namespace {
+
+// Strips a leading '+' or '-' from *body; true if it was '-'.
+bool TakeSign(std::string_view* body) {
+  if (body->empty() || ((*body)[0] != '+' && (*body)[0] != '-')) return false;
+  const bool neg = (*body)[0] == '-';
+  body->remove_prefix(1);
+  return neg;
+}
+
+}  // namespace
+
 bool ParseOffsetSeconds(std::string_view text, TimeNs* out) {
   if (text.empty()) {
     return false;
   }
-  bool neg = false;
   std::string_view body = text;
-  if (body[0] == '+' || body[0] == '-') {
-    neg = body[0] == '-';
-    body.remove_prefix(1);
-  }
+  const bool neg = TakeSign(&body);
   int64_t whole, frac;
   int digits;
   if (ParseUnsignedDecimal(body, 9, &whole, &frac, &digits)) {
@@ -177,12 +185,8 @@ bool ParseDriftPpm(std::string_view text, int64_t* ppt) {
   if (text.empty()) {
     return false;
   }
-  bool neg = false;
   std::string_view body = text;
-  if (body[0] == '+' || body[0] == '-') {
-    neg = body[0] == '-';
-    body.remove_prefix(1);
-  }
+  const bool neg = TakeSign(&body);
   int64_t whole, frac;
   int digits;
   if (!ParseUnsignedDecimal(body, 6, &whole, &frac, &digits)) {

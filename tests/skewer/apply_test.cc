@@ -15,6 +15,7 @@ namespace bbprof::skewer {
 namespace {
 
 using testing::ReadFile;
+using testing::RecordLines;
 using testing::TempDir;
 
 // A random trace in canonical text form: `n` messages among six nodes, time
@@ -39,16 +40,6 @@ std::string RandomTrace(uint64_t seed, int n, TimeNs resolution_ns) {
   return out.str();
 }
 
-// The record lines of a trace file, without comments.
-std::vector<std::string> Records(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  return out;
-}
 
 TimeNs Ts(const std::string& line) {
   TimeNs t = 0;
@@ -87,7 +78,7 @@ void ExpectRoundTrip(uint64_t seed, TimeNs resolution, bool allow_slow,
   const std::string skewed = ReadFile(dir.File("skewed.trace"));
   ASSERT_NE(skewed, original);
   // Sorted output, same multiset of messages modulo time.
-  auto recs = Records(skewed);
+  auto recs = RecordLines(skewed);
   ASSERT_EQ(recs.size(), 5000u);
   for (size_t i = 1; i < recs.size(); ++i)
     ASSERT_LE(Ts(recs[i - 1]), Ts(recs[i])) << i;
@@ -159,7 +150,7 @@ TEST(ApplySkewTest, DriftGrowsWithTime) {
   auto s = ApplySkew(in, dir.File("out.trace"), o);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->reference, 10 * trace::kNsPerSecond);
-  auto recs = Records(ReadFile(dir.File("out.trace")));
+  auto recs = RecordLines(ReadFile(dir.File("out.trace")));
   ASSERT_EQ(recs.size(), 2u);
   EXPECT_EQ(Ts(recs[0]), 10'500'050'000);  // +100 ppm of 0.5 s
   EXPECT_EQ(Ts(recs[1]), 20'501'050'000);  // +100 ppm of 10.5 s
@@ -205,9 +196,9 @@ TEST(ApplySkewTest, MixedTiesAreCountedAndSameClockTiesKeepTheirOrder) {
   s = ApplySkew(dir.File("s.trace"), dir.File("back.trace"), o);
   ASSERT_TRUE(s.ok());
   // B's message now sorts first: the skew decided the order of the tie.
-  EXPECT_EQ(Records(ReadFile(dir.File("back.trace")))[0],
+  EXPECT_EQ(RecordLines(ReadFile(dir.File("back.trace")))[0],
             "1.000000000\tMSG\tB\tC\t3");
-  EXPECT_EQ(Records(ReadFile(dir.File("back.trace")))[1],
+  EXPECT_EQ(RecordLines(ReadFile(dir.File("back.trace")))[1],
             "1.000000000\tMSG\tA\tC\t1");
 }
 

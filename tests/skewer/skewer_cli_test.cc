@@ -13,15 +13,6 @@ namespace {
 const std::string kSample =
     std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-short.conf";
 
-std::vector<std::string> RecordLines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] != '#') out.push_back(line);
-  }
-  return out;
-}
 
 TEST(SkewerCliTest, HelpExplainsWithExamples) {
   std::string out;

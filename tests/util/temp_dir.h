@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace bbprof::testing {
 
@@ -44,6 +45,17 @@ inline std::string ReadFile(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The lines of a text trace that are records (not the header, not #meta).
+inline std::vector<std::string> RecordLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  }
+  return out;
 }
 
 }  // namespace bbprof::testing
