@@ -149,60 +149,53 @@ bool SkewTable::has_drift() const {
 
 namespace {
 
-// Strips a leading '+' or '-' from *body; true if it was '-'.
-bool TakeSign(std::string_view* body) {
-  if (body->empty() || ((*body)[0] != '+' && (*body)[0] != '-')) return false;
-  const bool neg = (*body)[0] == '-';
-  body->remove_prefix(1);
-  return neg;
+// Parses [+-]WHOLE[.FRAC] with at most `decimals` fraction digits into the
+// value times 10^decimals. kTooLarge when WHOLE exceeds max_whole.
+enum class Fixed { kOk, kNotFixed, kTooLarge };
+Fixed ParseSignedFixed(std::string_view text, int decimals, int64_t max_whole,
+                       int64_t* scaled) {
+  std::string_view body = text;
+  bool neg = false;
+  if (!body.empty() && (body[0] == '+' || body[0] == '-')) {
+    neg = body[0] == '-';
+    body.remove_prefix(1);
+  }
+  int64_t whole, frac;
+  int digits;
+  if (!ParseUnsignedDecimal(body, decimals, &whole, &frac, &digits)) {
+    return Fixed::kNotFixed;
+  }
+  if (whole > max_whole) return Fixed::kTooLarge;
+  int64_t scale = 1;
+  for (int i = 0; i < decimals; ++i) scale *= 10;
+  for (int i = digits; i < decimals; ++i) frac *= 10;
+  const int64_t v = whole * scale + frac;
+  *scaled = neg ? -v : v;
+  return Fixed::kOk;
 }
 
 }  // namespace
 
 bool ParseOffsetSeconds(std::string_view text, TimeNs* out) {
-  if (text.empty()) {
-    return false;
-  }
-  std::string_view body = text;
-  const bool neg = TakeSign(&body);
-  int64_t whole, frac;
-  int digits;
-  if (ParseUnsignedDecimal(body, 9, &whole, &frac, &digits)) {
-    if (whole > 9'000'000'000LL) {
+  if (text.empty()) return false;
+  switch (ParseSignedFixed(text, 9, 9'000'000'000LL, out)) {
+    case Fixed::kOk:
+      return true;
+    case Fixed::kTooLarge:
       return false;
-    }
-    for (int i = digits; i < 9; ++i) {
-      frac *= 10;
-    }
-    const TimeNs v = whole * trace::kNsPerSecond + frac;
-    *out = neg ? -v : v;
-    return true;
+    case Fixed::kNotFixed:
+      break;
   }
-  return trace::ParseSecondsFlag(text, out);
+  return trace::ParseSecondsFlag(text, out);  // other forms, e.g. 30e-3
 }
 
 bool ParseDriftPpm(std::string_view text, int64_t* ppt) {
-  if (text.empty()) {
+  int64_t v;
+  if (text.empty() || ParseSignedFixed(text, 6, 1000, &v) != Fixed::kOk ||
+      v > kMaxDriftPpt || v < -kMaxDriftPpt) {
     return false;
   }
-  std::string_view body = text;
-  const bool neg = TakeSign(&body);
-  int64_t whole, frac;
-  int digits;
-  if (!ParseUnsignedDecimal(body, 6, &whole, &frac, &digits)) {
-    return false;
-  }
-  if (whole > 1000) {
-    return false;
-  }
-  for (int i = digits; i < 6; ++i) {
-    frac *= 10;
-  }
-  const int64_t v = whole * kPptPerPpm + frac;
-  if (v > kMaxDriftPpt) {
-    return false;
-  }
-  *ppt = neg ? -v : v;
+  *ppt = v;
   return true;
 }
 
