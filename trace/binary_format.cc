@@ -5,7 +5,7 @@
 // check per byte (the position is checked once per field instead).
 #include "trace/binary_format.h"
 
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <charconv>
 #include <cstring>
@@ -228,7 +228,7 @@ class BinaryReader final : public TraceReader {
     if (!n.ok()) return Fail(n.status().message());
     if (*n < len) return Truncated(offset_);
     std::memset(block_.data() + len, 0, kPadding);
-    if (static_cast<uint32_t>(crc32(0, block_.data(), len)) != crc) {
+    if (libdeflate_crc32(0, block_.data(), len) != crc) {
       return Fail(path_ +
                   ": corrupt binary trace: checksum mismatch in block " +
                   std::to_string(block_index_));
@@ -538,9 +538,7 @@ class BinaryWriter final : public TraceWriter {
     uint8_t h[kBinaryBlockHeaderBytes];
     StoreU32(static_cast<uint32_t>(buf_.size()), h);
     StoreU32(block_messages_, h + 4);
-    StoreU32(static_cast<uint32_t>(
-                 crc32(0, buf_.data(), static_cast<uInt>(buf_.size()))),
-             h + 8);
+    StoreU32(libdeflate_crc32(0, buf_.data(), buf_.size()), h + 8);
     BBPROF_RETURN_IF_ERROR(
         out_->Write(reinterpret_cast<const char*>(h), sizeof h));
     BBPROF_RETURN_IF_ERROR(
