@@ -29,7 +29,7 @@ int Run(std::span<const std::string> args) {
                              "time quantum mu in seconds (section 5.2.1)")(
       "root", po::value<std::vector<std::string>>(),
       "start paths at NODE (repeatable; default: nodes that receive nothing, "
-      "or every sender if all nodes receive)")(
+      "else the nodes that make calls and receive none, else every sender)")(
       "max-delay", po::value<std::string>(),
       "largest causal delay looked for, in seconds (default: 1000 quanta)")(
       "spike-sigma", po::value<double>()->default_value(4.0),

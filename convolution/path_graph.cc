@@ -17,6 +17,12 @@ Result<MessageSet> LoadMessages(trace::TraceReader& reader) {
     if (m.by_sender.size() < need) {
       m.by_sender.resize(need);
       m.receives.resize(need, false);
+      m.receives_calls.resize(need, false);
+      m.sends_calls.resize(need, false);
+    }
+    if (rec.kind == trace::Kind::kCall) {
+      m.receives_calls[rec.receiver] = true;
+      m.sends_calls[rec.sender] = true;
     }
     // Section 5.3.1: calls and returns are just messages to this algorithm.
     m.by_sender[rec.sender].push_back({rec.ts_ns, rec.receiver});
@@ -34,6 +40,8 @@ Result<MessageSet> LoadMessages(trace::TraceReader& reader) {
   }
   m.by_sender.resize(m.names.size());
   m.receives.resize(m.names.size(), false);
+  m.receives_calls.resize(m.names.size(), false);
+  m.sends_calls.resize(m.names.size(), false);
   return m;
 }
 
@@ -263,6 +271,15 @@ Result<PathGraph> FindPaths(const MessageSet& msgs, const Params& params) {
   if (params.roots.empty()) {
     for (trace::NodeId n = 0; n < msgs.names.size(); ++n) {
       if (!msgs.receives[n] && !msgs.by_sender[n].empty()) roots.push_back(n);
+    }
+    // In RPC traffic every node receives something (a client gets its
+    // returns), but causality starts where calls start: at the nodes that
+    // make calls and are never called (section 5.3.1 treats calls and
+    // returns as plain messages; this only chooses where to look from).
+    if (roots.empty()) {
+      for (trace::NodeId n = 0; n < msgs.names.size(); ++n) {
+        if (msgs.sends_calls[n] && !msgs.receives_calls[n]) roots.push_back(n);
+      }
     }
     if (roots.empty()) {
       for (trace::NodeId n = 0; n < msgs.names.size(); ++n) {

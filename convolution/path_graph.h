@@ -28,7 +28,9 @@ struct MessageSet {
   };
   std::vector<std::string> names;  // NodeId -> name
   std::vector<std::vector<Out>> by_sender;
-  std::vector<bool> receives;  // node receives at least one message
+  std::vector<bool> receives;        // node receives at least one message
+  std::vector<bool> receives_calls;  // node receives at least one CALL
+  std::vector<bool> sends_calls;     // node sends at least one CALL
   uint64_t messages = 0;
   trace::TimeNs first_ns = 0, last_ns = 0;
 };
@@ -44,7 +46,9 @@ struct Params {
   SpikeParams spikes;
   uint64_t min_count = 5;          // drop edges with fewer messages
   int max_depth = 10;              // hops from the root
-  std::vector<std::string> roots;  // empty: nodes that receive nothing
+  // Empty: nodes that receive nothing; else, in an RPC trace, the nodes that
+  // make calls and receive none (the clients); else every sender.
+  std::vector<std::string> roots;
 };
 
 // Largest lag window (quanta each side) we accept: it bounds memory

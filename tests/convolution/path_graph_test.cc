@@ -167,6 +167,36 @@ TEST(FindPaths, MinCountDropsRareEdges) {
   EXPECT_TRUE(g->paths.empty());
 }
 
+// In RPC traffic every node receives (clients get returns); the default
+// roots are then the nodes that make calls and are never called.
+TEST(FindPaths, RpcTraceDefaultsToTheCallersThatAreNeverCalled) {
+  TempDir dir;
+  std::mt19937_64 rng(5);
+  std::exponential_distribution<double> gap(20.0);
+  std::vector<std::tuple<trace::TimeNs, std::string>> lines;
+  double t = 100.0;
+  for (int i = 0; i < 400; ++i) {
+    t += gap(rng);
+    const auto ns = static_cast<trace::TimeNs>(t * 1e9);
+    const std::string id = std::to_string(i);
+    lines.emplace_back(ns, "CALL\tclient\tweb\t" + id);
+    lines.emplace_back(ns + 2 * kMs, "CALL\tweb\tdb\t" + id);
+    lines.emplace_back(ns + 7 * kMs, "RET\tdb\tweb\t" + id);
+    lines.emplace_back(ns + 9 * kMs, "RET\tweb\tclient\t" + id);
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string text = "#bbprof-trace 1\n";
+  for (auto& [ts, rest] : lines) text += trace::FormatTimestamp(ts) + "\t" + rest + "\n";
+  auto r = trace::OpenTraceReader(dir.Write("rpc.trace", text));
+  ASSERT_TRUE(r.ok());
+  auto m = LoadMessages(**r);
+  ASSERT_TRUE(m.ok());
+  auto g = FindPaths(*m, Defaults());
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->roots, std::vector<std::string>{"client"});
+  EXPECT_NE(FindPath(*g, {"client", "web", "db", "web", "client"}), nullptr);
+}
+
 TEST(FindPaths, MaxDepthAndBadRoots) {
   TempDir dir;
   std::mt19937_64 rng(6);
