@@ -9,6 +9,7 @@ bin=${1:-$root/build/release}/cli/bbprof
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$bin" maketrace "$root/samples/multitier-normal.conf" -o "$work/mt.trace" --quiet
+"$bin" maketrace "$root/samples/email-relay.conf" -o "$work/relay.trace" --quiet
 python3 "$root/bench/convolve_gen.py" email "$work/email.trace"
 python3 "$root/bench/convolve_gen.py" day "$work/day.trace"
 run() {
@@ -22,5 +23,6 @@ run() {
 cp "$work/mt.trace" "$work/multitier.trace"
 run multitier "$work/mt.trace" --quantum 0.01 --root client
 run email "$work/email.trace" --quantum 5 --max-delay 3600
+run relay "$work/relay.trace" --quantum 0.1 --max-delay 60
 run day "$work/day.trace" --quantum 0.0001 --max-delay 0.1
-python3 -c "import json,sys; [print(n, [ (p['nodes'], [round(d,4) for d in p['delays_s']], p['count']) for p in json.load(open(sys.argv[1]+'/'+n+'.json'))['paths']]) for n in ['multitier','email','day']]" "$work"
+python3 -c "import json,sys; [print(n, [ (p['nodes'], [round(d,4) for d in p['delays_s']], p['count']) for p in json.load(open(sys.argv[1]+'/'+n+'.json'))['paths']]) for n in ['multitier','email','relay','day']]" "$work"
