@@ -402,13 +402,18 @@ int Run(std::span<const std::string> args) {
     return cl.Fail(failure.message() +
                    " (the records decoded before it were written)");
   }
-  Inform(cl, "wrote " + std::to_string(reducer->counters().at("records_call") +
-                                       reducer->counters().at("records_ret") +
-                                       reducer->counters().at("records_msg")) +
-                 " records to " +
-                 (oo.directory ? std::to_string(output.files().size()) +
-                                     " file(s) in " + oo.path
-                               : oo.path));
+  const auto counters = reducer->counters();
+  const uint64_t written = counters.at("records_call") +
+                           counters.at("records_ret") +
+                           counters.at("records_msg");
+  const size_t files_written = output.files().size();
+  Inform(cl, "wrote " + std::to_string(written) +
+                 (written == 1 ? " record to " : " records to ") +
+                 (oo.directory ? std::to_string(files_written) +
+                                     (files_written == 1 ? " file in " : " files in ") +
+                                     oo.path
+                               : oo.path == "-" ? std::string("standard output")
+                                                : oo.path));
   return interrupted && !live ? kExitInterrupted : kExitOk;
 }
 
