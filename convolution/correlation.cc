@@ -9,17 +9,28 @@
 
 namespace bbprof::convolution {
 
+namespace {
+// Floor division so negative times (after skew removal) bin correctly.
+int64_t BinOf(int64_t ts, int64_t mu) { return ts / mu - ((ts % mu) < 0 ? 1 : 0); }
+}  // namespace
+
 SparseSignal MakeSignal(std::span<const int64_t> ts, int64_t mu) {
   assert(mu > 0);
+  // Count the bins first and allocate once: signals of long traces are the
+  // largest objects the search holds, and growing by doubling would hold up
+  // to twice the room, copied at every step.
+  size_t bins = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (i == 0 || BinOf(ts[i], mu) != BinOf(ts[i - 1], mu)) ++bins;
+  }
   SparseSignal out;
+  out.reserve(bins);
   size_t i = 0;
   while (i < ts.size()) {
-    // Floor division so negative times (after skew removal) bin correctly.
-    int64_t t = ts[i] / mu - ((ts[i] % mu) < 0 ? 1 : 0);
+    int64_t t = BinOf(ts[i], mu);
     size_t n = 0;
     while (i < ts.size()) {
-      int64_t u = ts[i] / mu - ((ts[i] % mu) < 0 ? 1 : 0);
-      if (u != t) break;
+      if (BinOf(ts[i], mu) != t) break;
       ++n;
       ++i;
     }

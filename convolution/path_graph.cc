@@ -25,7 +25,8 @@ Result<MessageSet> LoadMessages(trace::TraceReader& reader) {
       m.sends_calls[rec.sender] = true;
     }
     // Section 5.3.1: calls and returns are just messages to this algorithm.
-    m.by_sender[rec.sender].push_back({rec.ts_ns, rec.receiver});
+    m.by_sender[rec.sender].ts.push_back(rec.ts_ns);
+    m.by_sender[rec.sender].to.push_back(rec.receiver);
     m.receives[rec.receiver] = true;
     if (m.messages == 0) m.first_ns = rec.ts_ns;
     m.last_ns = rec.ts_ns;
@@ -75,19 +76,18 @@ class Search {
  public:
   Search(const MessageSet& m, const Params& p) : m_(m), p_(p) {
     lag_ = (p.max_delay_ns + p.quantum_ns - 1) / p.quantum_ns;
-    out_signals_.resize(m.names.size());
     dest_count_.resize(m.names.size());
     for (size_t j = 0; j < m.names.size(); ++j) {
-      for (const auto& o : m.by_sender[j]) ++dest_count_[j][o.to];
+      for (trace::NodeId to : m.by_sender[j].to) ++dest_count_[j][to];
     }
-    built_.resize(m.names.size(), false);
   }
 
   void Root(trace::NodeId i) {
     graph_.roots.push_back(m_.names[i]);
     const int xi = AddVertex(i);
     std::map<trace::NodeId, std::vector<trace::TimeNs>> by_dest;
-    for (const auto& o : m_.by_sender[i]) by_dest[o.to].push_back(o.ts);
+    const MessageSet::Sent& sent = m_.by_sender[i];
+    for (size_t k = 0; k < sent.size(); ++k) by_dest[sent.to[k]].push_back(sent.ts[k]);
     for (auto& [j, v] : by_dest) {
       if (v.size() < p_.min_count) {
         ++graph_.suppressed_rare;
@@ -111,15 +111,12 @@ class Search {
     return id;
   }
 
-  const SparseSignal& OutSignal(trace::NodeId j) {
-    if (!built_[j]) {
-      std::vector<int64_t> ts;
-      ts.reserve(m_.by_sender[j].size());
-      for (const auto& o : m_.by_sender[j]) ts.push_back(o.ts);
-      out_signals_[j] = MakeSignal(ts, p_.quantum_ns);
-      built_[j] = true;
-    }
-    return out_signals_[j];
+  // Everything node j sends, as a signal. Built for each correlation and
+  // dropped after it, not cached per node: a cache would hold a signal for
+  // every node at once (16 bytes per message of the trace), and building
+  // one is linear, cheap beside the correlation it feeds.
+  SparseSignal OutSignal(trace::NodeId j) const {
+    return MakeSignal(m_.by_sender[j].ts, p_.quantum_ns);
   }
 
   void EmitPath(const std::vector<int>& path, const std::vector<double>& delays,
@@ -140,8 +137,11 @@ class Search {
     const auto& z = m_.by_sender[j];
     bool extended = false;
     if (!z.empty() && static_cast<int>(path.size()) - 1 < p_.max_depth) {
-      const SparseSignal s1 = MakeSignal(v, p_.quantum_ns);
-      const std::vector<double> c = corr_.Correlate(s1, OutSignal(j), lag_);
+      std::vector<double> c;
+      {  // V's signal is needed only for the correlation
+        const SparseSignal s1 = MakeSignal(v, p_.quantum_ns);
+        c = corr_.Correlate(s1, OutSignal(j), lag_);
+      }
       ++graph_.correlations;
       std::vector<Spike> spikes = FindSpikes(c, p_.spikes);
       // Section 5.2.3: no negative delays.
@@ -159,7 +159,7 @@ class Search {
         size_t vi = 0;
         for (size_t k = 0; k < z.size(); ++k) {
           if (claimed[k] >= 0) continue;
-          const trace::TimeNs t = z[k].ts;
+          const trace::TimeNs t = z.ts[k];
           while (vi < v.size() && v[vi] + d < t - p_.tolerance_ns) ++vi;
           // The nearest candidate is vi or vi+1 (both within tolerance).
           size_t best = v.size();
@@ -186,12 +186,18 @@ class Search {
       std::map<trace::NodeId, Group> groups;
       for (size_t k = 0; k < z.size(); ++k) {
         if (claimed[k] < 0) continue;
-        Group& g = groups[z[k].to];
-        g.w.push_back(z[k].ts);
+        Group& g = groups[z.to[k]];
+        g.w.push_back(z.ts[k]);
         auto& ps = g.per_spike[claimed[k]];
         ++ps.first;
         ps.second += static_cast<double>(diff[k]);  // ns, exact up to 2^53
       }
+      // The search goes depth first: free this level's per-message arrays
+      // before descending, so that the memory held along a path is the
+      // caused-message sets only (section 5.2.2), not one claim array per
+      // level for every message the node sent.
+      std::vector<int>().swap(claimed);
+      std::vector<trace::TimeNs>().swap(diff);
       for (auto& [k, g] : groups) {
         if (g.w.size() < p_.min_count) {
           ++graph_.suppressed_rare;
@@ -255,8 +261,6 @@ class Search {
   const Params& p_;
   int64_t lag_;
   Correlator corr_;
-  std::vector<SparseSignal> out_signals_;
-  std::vector<bool> built_;
   std::vector<std::map<trace::NodeId, uint64_t>> dest_count_;
   PathGraph graph_;
 
