@@ -35,9 +35,11 @@ struct Pair {
   uint32_t parent = kNone;
   uint32_t first_child = kNone;
   uint32_t next_sibling = kNone;
-  uint64_t pathid = 0;  // hash of the ground-truth pathid (evaluation only)
   bool imputed = false;  // ret is assumed: the real return was lost
+  // (before pathid: in the padding, so a pair stays 56 bytes)
+  uint64_t pathid = 0;  // hash of the ground-truth pathid (evaluation only)
 };
+static_assert(sizeof(Pair) == 56, "one Pair per call: keep it small");
 
 // Scoreboard bins (5.1.1.2): histograms indexed by log_base(delta). The
 // paper's 340 bins cover 1 ms to 2 hours; LAN RPCs take microseconds, so our
