@@ -556,6 +556,10 @@ class Engine {
     for (uint32_t i = 0; i < pairs_.size(); ++i) {
       const Pair& p = pairs_[i];
       if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
+      if (p.imputed) {  // an incomplete instance: its latency is unknown
+        ++stats_.unfinished_roots;
+        continue;
+      }
       InstNode inst;
       BBPROF_RETURN_IF_ERROR(BuildInstance(i, 0, &inst));
       std::string sig = names_[p.caller] + "->" + inst.key;
@@ -567,7 +571,7 @@ class Engine {
       Pattern& pat = (*patterns)[it->second];
       root_pattern_[i] = static_cast<uint32_t>(it->second);
       ++pat.count;
-      if (!p.imputed) pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
+      pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
       Accumulate(inst, p.call, &pat.root);
     }
     for (Pattern& pat : *patterns) {

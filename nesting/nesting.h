@@ -73,6 +73,9 @@ struct InputStats {
   uint64_t call_pairs = 0;
   uint64_t unmatched_calls = 0;
   uint64_t unmatched_returns = 0;
+  // Root calls whose return was never seen (lost, or still in flight when
+  // the capture ended): incomplete instances, left out of the patterns.
+  uint64_t unfinished_roots = 0;
   double duration_s = 0;
   // The paper's per-node parallelism: the mean number of candidate parents
   // of a call that has any (5.1.2).

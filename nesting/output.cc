@@ -99,6 +99,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   in["call_pairs"] = r.input.call_pairs;
   in["unmatched_calls"] = r.input.unmatched_calls;
   in["unmatched_returns"] = r.input.unmatched_returns;
+  in["unfinished_roots"] = r.input.unfinished_roots;
   in["duration_s"] = r.input.duration_s;
   in["mean_parallelism"] = r.input.mean_parallelism;
   in["free_messages"] = r.input.free_messages;
@@ -138,6 +139,11 @@ std::string ResultToText(const NestingResult& r) {
                 static_cast<unsigned long long>(r.input.unmatched_returns),
                 r.input.duration_s, r.input.mean_parallelism);
   out << buf;
+  if (r.input.unfinished_roots > 0) {
+    out << r.input.unfinished_roots
+        << " root call(s) whose return was never seen (lost, or in flight at "
+           "the end) are left out of the patterns\n";
+  }
   if (r.patterns.empty()) {
     out << "\nno path patterns found (the trace has no matched call/return "
            "pairs that pass the filters)\n";
