@@ -3,6 +3,7 @@
 #include "cli/convert_command.h"
 
 #include "base/progress.h"
+#include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "trace/byte_stream.h"
 #include "trace/reader.h"
@@ -38,7 +39,7 @@ int Run(std::span<const std::string> args) {
 
   trace::ReaderOptions options;
   options.numeric_ids = true;  // the writers take numbers as they are
-  auto reader = trace::OpenTraceReader(in_path, nullptr, options);
+  auto reader = OpenAnalysisInput(in_path, options);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto writer = trace::OpenTraceWriter(out_path, &(*reader)->nodes(), format);
   if (!writer.ok()) return cl.Fail(writer.status());

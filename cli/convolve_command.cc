@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "base/atomic_file.h"
+#include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "convolution/path_graph.h"
 #include "trace/reader.h"
@@ -74,7 +75,7 @@ int Run(std::span<const std::string> args) {
     return cl.UsageError(s.message());
 
   const std::string& path = cl.Positional("TRACE")[0];
-  auto reader = trace::OpenTraceReader(path);
+  auto reader = OpenAnalysisInput(path);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto msgs = convolution::LoadMessages(**reader);
   if (!msgs.ok()) return cl.Fail(msgs.status());

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/atomic_file.h"
+#include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "nesting/nesting.h"
 #include "nesting/output.h"
@@ -85,7 +86,7 @@ int Run(std::span<const std::string> args) {
   trace::ReaderOptions ropts;
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
   ropts.numeric_ids = true;
-  auto reader = trace::OpenTraceReader(cl.Positional("TRACE")[0], nullptr, ropts);
+  auto reader = OpenAnalysisInput(cl.Positional("TRACE")[0], ropts);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto result = nesting::RunNesting(**reader, params);
   if (!result.ok()) return cl.Fail(result.status());

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "base/atomic_file.h"
+#include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "trace/stats.h"
 
@@ -25,7 +26,7 @@ int Run(std::span<const std::string> args) {
   if (auto rc = cl.Parse(args)) return *rc;
   trace::ReaderOptions ropts;
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
-  auto reader = trace::OpenTraceReader(cl.Positional("TRACE")[0], nullptr, ropts);
+  auto reader = OpenAnalysisInput(cl.Positional("TRACE")[0], ropts);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto stats = trace::ComputeStats(**reader);
   if (!stats.ok()) return cl.Fail(stats.status());

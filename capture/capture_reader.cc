@@ -1,0 +1,145 @@
+#include "capture/capture_reader.h"
+
+#include <charconv>
+#include <cstring>
+#include <deque>
+
+#include "capture/pcap_source.h"
+
+namespace bbprof::capture {
+
+bool LooksLikeCapture(std::string_view head) {
+  if (head.size() < 4) return false;
+  uint32_t magic;
+  std::memcpy(&magic, head.data(), 4);
+  switch (magic) {
+    case 0xA1B2C3D4u:  // pcap, microseconds, either byte order
+    case 0xD4C3B2A1u:
+    case 0xA1B23C4Du:  // pcap, nanoseconds
+    case 0x4D3CB2A1u:
+    case 0x0A0D0D0Au:  // pcapng section header block
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+class CaptureReader final : public trace::TraceReader {
+ public:
+  CaptureReader(std::string path, std::shared_ptr<trace::NodeTable> nodes,
+                const trace::ReaderOptions& options)
+      : TraceReader(std::move(path), std::move(nodes)), options_(options) {}
+
+  Status Open(ReducerOptions reducer_options) {
+    auto src = PacketSource::OpenFile(path_);
+    if (!src.ok()) return src.status();
+    source_ = std::move(*src);
+    reducer_ = std::make_unique<Reducer>(
+        std::move(reducer_options), nodes_.get(),
+        [this](const trace::Record& r) {
+          queue_.push_back({r.ts_ns, r.sender, r.receiver, r.kind,
+                            r.callid_is_number, r.callid_number});
+          return Status::Ok();
+        });
+    meta_.push_back("source=capture files=1 snaplen=" +
+                    std::to_string(source_->snaplen()) +
+                    " granularity=host mode=calls");
+    if (path_.find_first_of(" \t\n") == std::string::npos) {
+      meta_.push_back("capture_file=" + path_);
+    }
+    return ReadAheadFirstRecord();
+  }
+
+  uint64_t raw_bytes_read() const override { return bytes_; }
+
+ protected:
+  bool Advance(trace::Record& rec) override {
+    while (queue_.empty()) {
+      if (finished_ || !status_.ok()) return false;
+      Pump();
+    }
+    const Queued q = queue_.front();
+    queue_.pop_front();
+    rec = trace::Record{};
+    rec.ts_ns = q.ts;
+    rec.sender = q.sender;
+    rec.receiver = q.receiver;
+    rec.kind = q.kind;
+    if (q.has_callid) {
+      if (options_.numeric_ids) {
+        rec.callid_is_number = true;
+        rec.callid_number = q.callid;
+      } else {
+        auto end = std::to_chars(callid_buf_, callid_buf_ + sizeof callid_buf_,
+                                 q.callid).ptr;
+        rec.callid = std::string_view(callid_buf_,
+                                      static_cast<size_t>(end - callid_buf_));
+      }
+    }
+    return true;
+  }
+
+ private:
+  struct Queued {
+    trace::TimeNs ts;
+    trace::NodeId sender, receiver;
+    trace::Kind kind;
+    bool has_callid;
+    uint64_t callid;
+  };
+
+  // Feeds one buffer of frames to the reducer; at the end of the file,
+  // flushes it and notes its counters among the meta lines.
+  void Pump() {
+    const uint32_t link = source_->link_type();
+    Status failure;
+    auto n = source_->Dispatch(4096, [&](const Frame& f) {
+      bytes_ += f.data.size() + 16;  // the pcap record header and the frame
+      if (!failure.ok()) return;
+      failure = reducer_->AddFrame(link, f.ts, f.data, f.wire_length);
+    });
+    if (!n.ok()) {
+      status_ = n.status();
+      return;
+    }
+    if (!failure.ok()) {
+      status_ = failure;
+      return;
+    }
+    if (source_->at_end()) {
+      if (Status s = reducer_->Finish(); !s.ok()) {
+        status_ = s;
+        return;
+      }
+      std::string stats = "capture_stats";
+      for (const auto& [name, count] : reducer_->counters()) {
+        stats += " " + name + "=" + std::to_string(count);
+      }
+      meta_.push_back(stats);
+      finished_ = true;
+    }
+  }
+
+  trace::ReaderOptions options_;
+  std::unique_ptr<PacketSource> source_;
+  std::unique_ptr<Reducer> reducer_;
+  std::deque<Queued> queue_;
+  bool finished_ = false;
+  uint64_t bytes_ = 24;  // the pcap file header
+  char callid_buf_[24];
+};
+
+}  // namespace
+
+Result<std::unique_ptr<trace::TraceReader>> OpenCaptureAsTrace(
+    const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
+    const trace::ReaderOptions& options, ReducerOptions reducer_options) {
+  if (nodes == nullptr) nodes = std::make_shared<trace::NodeTable>();
+  auto reader = std::make_unique<CaptureReader>(path, std::move(nodes), options);
+  BBPROF_RETURN_IF_ERROR(reader->Open(std::move(reducer_options)));
+  return std::unique_ptr<trace::TraceReader>(std::move(reader));
+}
+
+}  // namespace bbprof::capture

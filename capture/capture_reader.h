@@ -1,0 +1,33 @@
+// A capture file read as a trace: what `bbprof capture -r FILE` would write,
+// produced on the fly, so that the analysis commands (nest, convolve, stats)
+// can be pointed at a pcap or pcapng file directly. Frames go through the
+// same Reducer (flows, decoders, naming, reorder buffer) with its defaults;
+// records are handed out as they leave the reorder buffer, so memory stays
+// that of the live flows, never the whole file.
+#ifndef BBPROF_CAPTURE_CAPTURE_READER_H_
+#define BBPROF_CAPTURE_CAPTURE_READER_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "capture/reducer.h"
+#include "trace/reader.h"
+
+namespace bbprof::capture {
+
+// True if the first bytes are a pcap (either byte order, micro- or
+// nanosecond) or pcapng file's magic number.
+bool LooksLikeCapture(std::string_view head);
+
+// Opens `path` (pcap/pcapng, plain or gzip/zstd-compressed) as a trace.
+// Names are interned into `nodes` (a fresh table if null). A truncated or
+// corrupt file fails the read with a message naming it, as trace readers do.
+Result<std::unique_ptr<trace::TraceReader>> OpenCaptureAsTrace(
+    const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
+    const trace::ReaderOptions& options, ReducerOptions reducer_options = {});
+
+}  // namespace bbprof::capture
+
+#endif  // BBPROF_CAPTURE_CAPTURE_READER_H_
