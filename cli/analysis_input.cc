@@ -6,7 +6,8 @@
 namespace bbprof::cli {
 
 Result<std::unique_ptr<trace::TraceReader>> OpenAnalysisInput(
-    const std::string& path, const trace::ReaderOptions& options) {
+    const std::string& path, const trace::ReaderOptions& options,
+    std::shared_ptr<trace::NodeTable> nodes) {
   if (path != "-") {
     // Look at the first bytes (after any gzip/zstd layer) for a capture's
     // magic number; anything else, including an unreadable file, goes to
@@ -21,11 +22,11 @@ Result<std::unique_ptr<trace::TraceReader>> OpenAnalysisInput(
         got += *n;
       }
       if (capture::LooksLikeCapture(std::string_view(head, got))) {
-        return capture::OpenCaptureAsTrace(path, nullptr, options);
+        return capture::OpenCaptureAsTrace(path, std::move(nodes), options);
       }
     }
   }
-  return trace::OpenTraceReader(path, nullptr, options);
+  return trace::OpenTraceReader(path, std::move(nodes), options);
 }
 
 }  // namespace bbprof::cli

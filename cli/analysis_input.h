@@ -1,4 +1,5 @@
-// What the analysis commands (nest, convolve, stats, convert) read: a trace,
+// What the analysis commands (nest, convolve, stats, convert, merge, skewer
+// --estimate) read: a trace,
 // text or binary, or a capture file (pcap/pcapng, plain or compressed),
 // reduced on the fly as `bbprof capture -r FILE` would reduce it with its
 // defaults (host granularity, every decoder by port and content). So a user
@@ -18,7 +19,8 @@ namespace bbprof::cli {
 // Standard input ("-") is always read as a trace: it cannot be looked at
 // twice.
 Result<std::unique_ptr<trace::TraceReader>> OpenAnalysisInput(
-    const std::string& path, const trace::ReaderOptions& options = {});
+    const std::string& path, const trace::ReaderOptions& options = {},
+    std::shared_ptr<trace::NodeTable> nodes = nullptr);
 
 }  // namespace bbprof::cli
 

@@ -1,6 +1,7 @@
 // bbprof merge A B ... -o OUT: per-host traces into one (section 6.5).
 #include "cli/merge_command.h"
 
+#include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "skewer/apply.h"
 #include "skewer/clock_model.h"
@@ -50,6 +51,10 @@ int Run(std::span<const std::string> args) {
     return cl.UsageError("--dedup-window must be a number of seconds");
   }
   opts.sort_inputs = cl.Has("sort");
+  opts.open = [](const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
+                 const trace::ReaderOptions& ropts) {
+    return OpenAnalysisInput(path, ropts, std::move(nodes));
+  };
   if (cl.Has("rename")) {
     auto m = trace::LoadRenameMap(cl.Get<std::string>("rename"));
     if (!m.ok()) return cl.Fail(m.status());
@@ -63,7 +68,7 @@ int Run(std::span<const std::string> args) {
     if (!t.ok()) return cl.UsageError(t.status().message());
     offsets = std::move(*t);
     for (const auto& path : cl.Positional("TRACE")) {
-      auto r = trace::OpenTraceReader(path);
+      auto r = OpenAnalysisInput(path);
       if (!r.ok()) return cl.Fail(r.status());
       auto host = skewer::CaptureHost((*r)->meta());
       if (!host) {

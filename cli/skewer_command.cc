@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "base/atomic_file.h"
+#include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "skewer/apply.h"
 #include "skewer/clock_model.h"
@@ -45,7 +46,7 @@ int RunEstimate(const CommandLine& cl) {
       in.host = it->second;
       host_flag.erase(it);
     } else {
-      auto r = trace::OpenTraceReader(p);
+      auto r = OpenAnalysisInput(p);
       if (!r.ok()) {
         return cl.Fail(r.status());
       }
@@ -70,6 +71,10 @@ int RunEstimate(const CommandLine& cl) {
                          "=...: not one of the input traces");
   }
   skewer::EstimateOptions opts;
+  opts.open = [](const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
+                 const trace::ReaderOptions& ropts) {
+    return OpenAnalysisInput(path, ropts, std::move(nodes));
+  };
   opts.quiet = cl.quiet();
   if (cl.Has("reference")) {
     opts.reference = cl.Get<std::string>("reference");

@@ -190,7 +190,8 @@ Result<EstimateResult> EstimateOffsets(const std::vector<EstimateInput>& inputs,
   std::vector<std::unique_ptr<trace::TraceReader>> readers;
   std::vector<NodeId> host_of;
   for (const auto& in : inputs) {
-    auto r = trace::OpenTraceReader(in.path, nodes);
+    auto r = options.open ? options.open(in.path, nodes, {})
+                          : trace::OpenTraceReader(in.path, nodes);
     if (!r.ok()) {
       return r.status();
     }

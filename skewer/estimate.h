@@ -29,6 +29,7 @@
 
 #include "base/status.h"
 #include "skewer/clock_model.h"
+#include "trace/reader.h"
 
 namespace bbprof::skewer {
 
@@ -47,6 +48,7 @@ struct EstimateOptions {
   bool fit_drift = true;
   double quantile = 0.01;  // per-window robust quantile of the bounds
   bool quiet = false;
+  trace::TraceOpener open;  // how inputs are opened (null: OpenTraceReader)
 };
 
 struct PairEstimate {

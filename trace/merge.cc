@@ -84,7 +84,8 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
   ropts.allow_unsorted = options.sort_inputs;
   MergeSummary summary;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    auto r = OpenTraceReader(inputs[i], nodes, ropts);
+    auto r = options.open ? options.open(inputs[i], nodes, ropts)
+                          : OpenTraceReader(inputs[i], nodes, ropts);
     if (!r.ok()) return r.status();
     in[i].reader = std::move(*r);
     if (i < options.input_clock.size()) in[i].clock = options.input_clock[i];

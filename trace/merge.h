@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trace/reader.h"
 #include "trace/record.h"
 #include "trace/writer.h"
 
@@ -33,6 +34,8 @@ struct MergeOptions {
   std::vector<std::function<TimeNs(TimeNs)>> input_clock;
   // More "#meta" bodies, written after the "merged=" line.
   std::vector<std::string> extra_meta;
+  // How inputs are opened (null: OpenTraceReader).
+  TraceOpener open;
 };
 
 struct MergeSummary {

@@ -12,6 +12,7 @@
 #define BBPROF_TRACE_READER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,6 +102,13 @@ class TraceReader {
 Result<std::unique_ptr<TraceReader>> OpenTraceReader(
     const std::string& path, std::shared_ptr<NodeTable> nodes = nullptr,
     const ReaderOptions& options = {});
+
+// Something that opens an input as a trace: OpenTraceReader, or one that also
+// knows other inputs (the cli's reader of capture files). Tools that open
+// their inputs themselves (merge, skewer --estimate) take one.
+using TraceOpener = std::function<Result<std::unique_ptr<TraceReader>>(
+    const std::string& path, std::shared_ptr<NodeTable> nodes,
+    const ReaderOptions& options)>;
 
 }  // namespace bbprof::trace
 

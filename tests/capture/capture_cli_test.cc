@@ -263,3 +263,33 @@ TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
 
 }  // namespace
 }  // namespace bbprof::capture
+
+namespace bbprof::capture {
+namespace {
+
+// Per-host captures merge straight from their pcaps: the same exchanges seen
+// by two sniffers, 100 us apart, merge into one copy of each.
+TEST(CaptureCliTest, MergeTakesCaptureFiles) {
+  TempDir dir;
+  {
+    PcapWriter a(dir.File("a.pcap"));
+    PcapWriter b(dir.File("b.pcap"));
+    ASSERT_TRUE(a.ok() && b.ok());
+    WriteHttp(a, 10, 10 * kMs);
+    WriteHttp(b, 10, 10 * kMs, kT0 + kMs / 10);
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -q -r " + dir.File("a.pcap") + " -o " + dir.File("a.trace"), &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCli("merge -q " + dir.File("a.pcap") + " " + dir.File("b.pcap") + " -o " +
+                       dir.File("m.trace"),
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(RecordLines(ReadFile(dir.File("m.trace"))),
+            RecordLines(ReadFile(dir.File("a.trace"))));
+}
+
+}  // namespace
+}  // namespace bbprof::capture
