@@ -58,6 +58,8 @@ int Run(std::span<const std::string> args) {
     params.smooth_bins = p.at("smoothing").get<double>();
     params.bin_base = p.at("bin_base").get<double>();
     params.raw_bin_scores = p.value("score", std::string("raw")) == "raw";
+    // Results from before refinement existed were made without it.
+    params.refine_passes = p.value("refine_passes", 0);
   } catch (const nlohmann::json::exception& e) {
     return cl.Fail(result_path + ": bad \"params\": " + e.what());
   }

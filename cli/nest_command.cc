@@ -37,6 +37,7 @@ int Run(std::span<const std::string> args) {
       ("skew-window", po::value<std::string>()->default_value("0"), "tolerate clock skew up to SECONDS between capture points (7.5.6)")
       ("smooth", po::value<double>()->default_value(defaults.smooth_bins), "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")
       ("raw-bin-scores", "score nestings by the raw bin value as the paper does, not by delay density")
+      ("refine-passes", po::value<int>()->default_value(defaults.refine_passes), "passes that re-choose each call's parent knowing all its siblings (0 = the paper's single greedy pass)")
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
       ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
@@ -59,6 +60,10 @@ int Run(std::span<const std::string> args) {
   params.smooth_bins = cl.Get<double>("smooth");
   params.bin_base = cl.Get<double>("bin-base");
   params.raw_bin_scores = cl.Has("raw-bin-scores");
+  params.refine_passes = cl.Get<int>("refine-passes");
+  if (params.refine_passes < 0 || params.refine_passes > 100) {
+    return cl.UsageError("--refine-passes must be between 0 and 100");
+  }
   if (!trace::ParseSecondsFlag(cl.Get<std::string>("skew-window"),
                                &params.skew_window) ||
       params.skew_window < 0) {

@@ -41,6 +41,11 @@ struct Params {
   // Score by the bin's raw value as in the paper, instead of value / bin
   // width (a delay density, the default; see FindNestedPairs).
   bool raw_bin_scores = false;
+  // Passes of refinement after the paper's single greedy pass (0 = the
+  // paper's rule): each call is taken off its parent and given the best
+  // parent again, now that every sibling, not only the earlier ones, is
+  // known to the penalties (see FindNestedPairs).
+  int refine_passes = 1;
   // A call whose return was lost (a sniffer drop, the trace's end) still
   // happened and may have caused calls: it stays a candidate parent until
   // its edge's 99th-percentile latency has passed (see FindCallPairs).
