@@ -219,11 +219,6 @@ TEST(CaptureCliTest, ErrorsAreClearWithMeaningfulExitCodes) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("x.trace")));
 }
 
-}  // namespace
-}  // namespace bbprof::capture
-
-namespace bbprof::capture {
-namespace {
 
 // The analysis commands take a capture file directly and see exactly the
 // trace `bbprof capture -r` writes; a damaged capture fails them clearly.
@@ -261,11 +256,6 @@ TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
   EXPECT_NE(out.find("truncated"), std::string::npos) << out;
 }
 
-}  // namespace
-}  // namespace bbprof::capture
-
-namespace bbprof::capture {
-namespace {
 
 // Per-host captures merge straight from their pcaps: the same exchanges seen
 // by two sniffers, 100 us apart, merge into one copy of each.

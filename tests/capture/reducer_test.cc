@@ -357,11 +357,6 @@ TEST(ReducerTest, IdleFlowsEndAndFreeTheirState) {
   h.Finish();
 }
 
-}  // namespace
-}  // namespace bbprof::capture
-
-namespace bbprof::capture {
-namespace {
 
 // The flow table under churn: thousands of connections, half of them reset
 // (and so ended, their table slots freed) in random order while the rest stay
@@ -415,11 +410,6 @@ TEST(ReducerTest, FlowTableFindsEveryLiveFlowWhileOthersEnd) {
   EXPECT_EQ(returns, half);
 }
 
-}  // namespace
-}  // namespace bbprof::capture
-
-namespace bbprof::capture {
-namespace {
 
 // The whole packet path under random traffic: protocol-shaped payloads on
 // well-known and random ports, random TCP flags and sequence numbers (gaps,

@@ -353,11 +353,6 @@ TEST(BinaryFormatTest, CanonicalUnsigned) {
   EXPECT_FALSE(ParseCanonicalUnsigned("7a", &v));
 }
 
-}  // namespace
-}  // namespace bbprof::trace
-
-namespace bbprof::trace {
-namespace {
 
 // ReaderOptions::numeric_ids: numeric ids come as numbers with empty text,
 // other ids as text, and writers take either form, so a copy through
