@@ -105,24 +105,25 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
   const auto& ip = inf->result.patterns;
   const auto& tp = tru->result.patterns;
   std::unordered_map<std::string, const Pattern*> imap, tmap;
-  for (const auto& p : ip) imap[p.signature] = &p;
-  for (const auto& p : tp) tmap[p.signature] = &p;
+  // Patterns are the same when their shapes are (Pattern::shape).
+  for (const auto& p : ip) imap[p.shape] = &p;
+  for (const auto& p : tp) tmap[p.shape] = &p;
   e.true_patterns = tp.size();
   e.inferred_patterns = ip.size();
-  for (const auto& p : tp) e.pattern_false_negatives += !imap.count(p.signature);
-  for (const auto& p : ip) e.pattern_false_positives += !tmap.count(p.signature);
+  for (const auto& p : tp) e.pattern_false_negatives += !imap.count(p.shape);
+  for (const auto& p : ip) e.pattern_false_positives += !tmap.count(p.shape);
 
   // Figure 17: of the true top N patterns, how many are not in the inferred
   // top N; "tolerant" ignores a miss whose inferred count is within the
   // tolerance of the N-th inferred pattern's count (a near tie).
   for (int n = 1; n <= options.max_n && n <= static_cast<int>(tp.size()); ++n) {
     std::unordered_set<std::string> itop;
-    for (int k = 0; k < n && k < static_cast<int>(ip.size()); ++k) itop.insert(ip[k].signature);
+    for (int k = 0; k < n && k < static_cast<int>(ip.size()); ++k) itop.insert(ip[k].shape);
     double nth = n <= static_cast<int>(ip.size()) ? static_cast<double>(ip[n - 1].count) : 0.0;
     TopNPoint pt;
     pt.n = n;
     for (int k = 0; k < n; ++k) {
-      const std::string& sig = tp[k].signature;
+      const std::string& sig = tp[k].shape;
       if (itop.count(sig)) continue;
       ++pt.false_negatives;
       auto it = imap.find(sig);
@@ -136,7 +137,7 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
   // Latency of correctly found patterns.
   double wsum = 0, wtot = 0;
   for (const auto& t : tp) {
-    auto it = imap.find(t.signature);
+    auto it = imap.find(t.shape);
     if (it == imap.end()) continue;
     double tm = t.root.latency.mean_s();
     if (tm <= 0) continue;

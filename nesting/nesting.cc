@@ -605,6 +605,7 @@ class Engine {
       if (inserted) {
         patterns->emplace_back();
         patterns->back().caller = names_[p.caller];
+        patterns->back().shape = sig;
       }
       Pattern& pat = (*patterns)[it->second];
       root_pattern_[i] = static_cast<uint32_t>(it->second);

@@ -65,6 +65,12 @@ struct PatternNode {
 
 struct Pattern {
   std::string signature;  // per shared/spec/results-json.md
+  // The tree's shape alone, children in a canonical order (by their own
+  // shape): what makes two instances the same pattern. The signature orders
+  // children by mean call delay for display, so two results can write one
+  // shape two ways when their delay estimates differ; evaluation compares
+  // shapes.
+  std::string shape;
   std::string caller;
   PatternNode root;
   uint64_t count = 0;
