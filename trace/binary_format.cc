@@ -434,13 +434,16 @@ class BinaryWriter final : public TraceWriter {
       BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, "pathid", &penc, &pathid_num));
     }
     op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
-    // The record's bytes are written through a pointer into room made once
-    // (the op, four varints, two ids with their lengths), not byte by byte
+    // The record's bytes are written through a pointer, not byte by byte
     // through push_back: this is the inner loop of maketrace and capture.
+    // Without raw ids a record takes at most 51 bytes: it is built on the
+    // stack and appended in one copy; raw ids go through room made in buf_.
+    const size_t raw = IdBytes(cenc, rec.callid) + IdBytes(penc, rec.pathid);
+    uint8_t small[1 + 5 * 10];
     const size_t start = buf_.size();
-    buf_.resize(start + 1 + 5 * 10 + IdBytes(cenc, rec.callid) +
-                IdBytes(penc, rec.pathid));
-    uint8_t* p = buf_.data() + start;
+    if (raw > 0) buf_.resize(start + sizeof small + raw);
+    uint8_t* const begin = raw > 0 ? buf_.data() + start : small;
+    uint8_t* p = begin;
     *p++ = op;
     p = PutVarint(p, ZigZag(rec.ts_ns - prev_ts_));
     prev_ts_ = rec.ts_ns;
@@ -448,7 +451,11 @@ class BinaryWriter final : public TraceWriter {
     p = PutVarint(p, r);
     p = PutId(p, cenc, rec.callid, callid_num, &prev_callid_);
     p = PutId(p, penc, rec.pathid, pathid_num, &prev_pathid_);
-    buf_.resize(static_cast<size_t>(p - buf_.data()));
+    if (raw > 0) {
+      buf_.resize(start + static_cast<size_t>(p - begin));
+    } else {
+      buf_.insert(buf_.end(), small, p);
+    }
     ++block_messages_;
     ++records_;
     return MaybeFlush();
