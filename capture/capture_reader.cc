@@ -24,6 +24,35 @@ bool LooksLikeCapture(std::string_view head) {
   }
 }
 
+std::string CaptureHeaderMeta(const PacketSource& source, size_t files,
+                              const ReducerOptions& options,
+                              const std::string& filter) {
+  std::string header = "source=capture";
+  header += source.live() ? " iface=" + source.name()
+                          : " files=" + std::to_string(files);
+  header += " snaplen=" + std::to_string(source.snaplen()) + " granularity=" +
+            (options.granularity == Granularity::kService ? "service" : "host") +
+            " mode=" + (options.messages ? "messages" : "calls");
+  if (!filter.empty() && filter.find('\n') == std::string::npos) {
+    header += " filter=\"" + filter + "\"";
+  }
+  return header;
+}
+
+std::string CaptureStatsMeta(const Reducer& reducer, const PacketSource& source) {
+  std::string body = "capture_stats";
+  if (source.live()) {
+    SourceStats s = source.Stats();
+    body += " kernel_received=" + std::to_string(s.received) +
+            " kernel_drops=" + std::to_string(s.kernel_drops) +
+            " interface_drops=" + std::to_string(s.if_drops);
+  }
+  for (const auto& [name, n] : reducer.counters()) {
+    body += " " + name + "=" + std::to_string(n);
+  }
+  return body;
+}
+
 namespace {
 
 class CaptureReader final : public trace::TraceReader {
@@ -36,6 +65,7 @@ class CaptureReader final : public trace::TraceReader {
     auto src = PacketSource::OpenFile(path_);
     if (!src.ok()) return src.status();
     source_ = std::move(*src);
+    meta_.push_back(CaptureHeaderMeta(*source_, 1, reducer_options, ""));
     reducer_ = std::make_unique<Reducer>(
         std::move(reducer_options), nodes_.get(),
         [this](const trace::Record& r) {
@@ -43,9 +73,6 @@ class CaptureReader final : public trace::TraceReader {
                             r.callid_is_number, r.callid_number});
           return Status::Ok();
         });
-    meta_.push_back("source=capture files=1 snaplen=" +
-                    std::to_string(source_->snaplen()) +
-                    " granularity=host mode=calls");
     if (path_.find_first_of(" \t\n") == std::string::npos) {
       meta_.push_back("capture_file=" + path_);
     }
@@ -113,11 +140,7 @@ class CaptureReader final : public trace::TraceReader {
         status_ = s;
         return;
       }
-      std::string stats = "capture_stats";
-      for (const auto& [name, count] : reducer_->counters()) {
-        stats += " " + name + "=" + std::to_string(count);
-      }
-      meta_.push_back(stats);
+      meta_.push_back(CaptureStatsMeta(*reducer_, *source_));
       finished_ = true;
     }
   }

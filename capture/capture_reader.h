@@ -17,6 +17,19 @@
 
 namespace bbprof::capture {
 
+class PacketSource;
+
+// The `#meta` lines a capture's trace carries (docs/capture.md), written by
+// `bbprof capture` and by a capture file read as a trace alike. The header:
+// where the packets came from (an interface, or `files` files), the snap
+// length, the reducer's granularity and mode, and the BPF filter if any.
+std::string CaptureHeaderMeta(const PacketSource& source, size_t files,
+                              const ReducerOptions& options,
+                              const std::string& filter);
+// The `capture_stats ...` footer: the kernel's counters of a live source
+// (none offline), then the reducer's.
+std::string CaptureStatsMeta(const Reducer& reducer, const PacketSource& source);
+
 // True if the first bytes are a pcap (either byte order, micro- or
 // nanosecond) or pcapng file's magic number.
 bool LooksLikeCapture(std::string_view head);

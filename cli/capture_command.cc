@@ -20,6 +20,7 @@
 #include <iostream>
 
 #include "base/progress.h"
+#include "capture/capture_reader.h"
 #include "capture/pcap_source.h"
 #include "capture/reducer.h"
 #include "capture/trace_output.h"
@@ -67,23 +68,6 @@ Status DropPrivileges(const std::string& user) {
     return Status::Error("-Z " + user + ": cannot change to this user");
   }
   return Status::Ok();
-}
-
-std::vector<std::string> CounterLines(
-    const capture::Reducer& reducer, const capture::PacketSource* live) {
-  std::vector<std::string> lines;
-  std::string body = "capture_stats";
-  if (live != nullptr) {
-    capture::SourceStats s = live->Stats();
-    body += " kernel_received=" + std::to_string(s.received) +
-            " kernel_drops=" + std::to_string(s.kernel_drops) +
-            " interface_drops=" + std::to_string(s.if_drops);
-  }
-  for (const auto& [name, n] : reducer.counters()) {
-    body += " " + name + "=" + std::to_string(n);
-  }
-  lines.push_back(body);
-  return lines;
 }
 
 void PrintCounters(const capture::Reducer& reducer,
@@ -318,16 +302,8 @@ int Run(std::span<const std::string> args) {
                    ", snapshot length " + std::to_string(sources[0]->snaplen()) +
                    " bytes");
   }
-  std::string granularity = cl.Get<std::string>("granularity");
-  std::string header = "source=capture";
-  header += live ? " iface=" + sources[0]->name() : " files=" + std::to_string(files.size());
-  header += " snaplen=" + std::to_string(sources[0]->snaplen()) +
-            " granularity=" + granularity +
-            " mode=" + (ro.messages ? "messages" : "calls");
-  if (!filter.empty() && filter.find('\n') == std::string::npos) {
-    header += " filter=\"" + filter + "\"";
-  }
-  oo.header_meta.push_back(header);
+  oo.header_meta.push_back(
+      capture::CaptureHeaderMeta(*sources[0], files.size(), ro, filter));
   if (!live) {
     for (const std::string& f : files) {
       if (f.find_first_of(" \t\n") == std::string::npos) {
@@ -343,7 +319,7 @@ int Run(std::span<const std::string> args) {
   std::unique_ptr<capture::Reducer> reducer;
   const capture::PacketSource* live_source = live ? sources[0].get() : nullptr;
   capture::TraceOutput output(oo, &nodes, [&]() {
-    return CounterLines(*reducer, live_source);
+    return std::vector<std::string>{capture::CaptureStatsMeta(*reducer, *sources[0])};
   });
   reducer = std::make_unique<capture::Reducer>(
       ro, &nodes, [&](const trace::Record& r) { return output.Write(r); });
