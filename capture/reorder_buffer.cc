@@ -1,7 +1,6 @@
 #include "capture/reorder_buffer.h"
 
 #include <algorithm>
-#include <charconv>
 
 namespace bbprof::capture {
 
@@ -42,20 +41,16 @@ const ReorderBuffer::Entry& ReorderBuffer::Next() const {
 }
 
 Status ReorderBuffer::WriteNext() {
-  bool from_heap = NextIsInHeap();
-  const CapturedRecord c = Next().rec;
-  char buf[24];
+  const bool from_heap = NextIsInHeap();
+  const CapturedRecord c = (from_heap ? heap_.top() : in_order_.front()).rec;
   trace::Record r;
   r.ts_ns = c.ts;
   r.sender = c.sender;
   r.receiver = c.receiver;
   r.kind = c.kind;
-  if (c.has_callid) {
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, c.callid);
-    r.callid = std::string_view(buf, static_cast<size_t>(end - buf));
-    r.callid_is_number = true;
-    r.callid_number = c.callid;
-  }
+  // The callid is a number: writers take it as one (Record::callid_is_number).
+  r.callid_is_number = c.has_callid;
+  r.callid_number = c.callid;
   last_released_ = c.ts;
   released_any_ = true;
   if (from_heap) {

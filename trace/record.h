@@ -51,8 +51,7 @@ struct Record {
   // number instead of text. When the flag is set, writers use the number
   // (the text form writes it in decimal, the binary form stores it without
   // parsing) and ignore `callid` (`pathid`), which the producer may leave
-  // empty or fill with the same value in decimal for other consumers.
-  // Readers never set these: they always give text.
+  // empty. Readers give numbers only when asked (ReaderOptions::numeric_ids).
   bool callid_is_number = false;
   bool pathid_is_number = false;
   uint64_t callid_number = 0;

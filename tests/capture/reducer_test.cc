@@ -34,7 +34,8 @@ class Harness {
           out.push_back({r.ts_ns, std::string(trace::KindName(r.kind)),
                          std::string(nodes_.Name(r.sender)),
                          std::string(nodes_.Name(r.receiver)),
-                         std::string(r.callid)});
+                         r.callid_is_number ? std::to_string(r.callid_number)
+                                            : std::string(r.callid)});
           return Status::Ok();
         }) {}
 

@@ -12,7 +12,8 @@ struct Sink {
   std::vector<std::pair<trace::TimeNs, std::string>> got;
   ReorderBuffer::Output fn() {
     return [this](const trace::Record& r) {
-      got.emplace_back(r.ts_ns, std::string(r.callid));
+      got.emplace_back(r.ts_ns, r.callid_is_number ? std::to_string(r.callid_number)
+                                                   : std::string(r.callid));
       return Status::Ok();
     };
   }
