@@ -421,18 +421,12 @@ class BinaryWriter final : public TraceWriter {
     uint8_t op = static_cast<uint8_t>(rec.kind);
     uint64_t callid_num = 0, pathid_num = 0;
     uint8_t cenc, penc;
-    if (rec.callid_is_number) {
-      cenc = kIdNumeric;
-      callid_num = rec.callid_number;
-    } else {
-      BBPROF_RETURN_IF_ERROR(Classify(rec.callid, "callid", &cenc, &callid_num));
-    }
-    if (rec.pathid_is_number) {
-      penc = kIdNumeric;
-      pathid_num = rec.pathid_number;
-    } else {
-      BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, "pathid", &penc, &pathid_num));
-    }
+    BBPROF_RETURN_IF_ERROR(Classify(rec.callid, rec.callid_is_number,
+                                    rec.callid_number, "callid", &cenc,
+                                    &callid_num));
+    BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, rec.pathid_is_number,
+                                    rec.pathid_number, "pathid", &penc,
+                                    &pathid_num));
     op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
     // The record's bytes are written through a pointer, not byte by byte
     // through push_back: this is the inner loop of maketrace and capture.
@@ -489,9 +483,15 @@ class BinaryWriter final : public TraceWriter {
     return file_ids_[id];
   }
 
-  static Status Classify(std::string_view token, const char* what, uint8_t* enc,
+  // How an id is stored: a number given as one (Record::*_is_number) or
+  // written in canonical decimal, raw text, or absent.
+  static Status Classify(std::string_view token, bool is_number,
+                         uint64_t number, const char* what, uint8_t* enc,
                          uint64_t* num) {
-    if (token.empty()) {
+    if (is_number) {
+      *enc = kIdNumeric;
+      *num = number;
+    } else if (token.empty()) {
       *enc = kIdAbsent;
     } else if (ParseCanonicalUnsigned(token, num)) {
       *enc = kIdNumeric;

@@ -33,6 +33,8 @@ struct Input {
   size_t meta_done = 0;
   std::function<TimeNs(TimeNs)> clock;  // MergeOptions::input_clock
 
+  TimeNs Clocked(TimeNs ts) const { return clock ? clock(ts) : ts; }
+
   bool Advance() {
     if (in_memory) {
       if (pos >= sorted.size()) return false;
@@ -41,7 +43,7 @@ struct Input {
     }
     Record r;
     if (!reader->Next(r)) return false;
-    cur = {clock ? clock(r.ts_ns) : r.ts_ns, r.sender, r.receiver, r.kind,
+    cur = {Clocked(r.ts_ns), r.sender, r.receiver, r.kind,
            std::string(r.callid), std::string(r.pathid)};
     return true;
   }
@@ -97,7 +99,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
       in[i].in_memory = true;
       Record rec;
       while (in[i].reader->Next(rec)) {
-        in[i].sorted.push_back({in[i].clock ? in[i].clock(rec.ts_ns) : rec.ts_ns, rec.sender, rec.receiver, rec.kind,
+        in[i].sorted.push_back({in[i].Clocked(rec.ts_ns), rec.sender, rec.receiver, rec.kind,
                                 std::string(rec.callid), std::string(rec.pathid)});
       }
       if (!in[i].reader->status().ok()) return in[i].reader->status();
