@@ -121,6 +121,14 @@ class Engine {
   Result<NestingResult> Run() {
     BBPROF_RETURN_IF_ERROR(FindCallPairs());
     if (params_.impute_lost_returns) ImputeLostReturns();
+    // Early returns (skew window) and assumed ones joined ret_order_ out of
+    // return-time order: restore the order the candidate sweep relies on.
+    auto by_return = [&](uint32_t a, uint32_t b) {
+      return pairs_[a].ret < pairs_[b].ret;
+    };
+    if (!std::is_sorted(ret_order_.begin(), ret_order_.end(), by_return)) {
+      std::stable_sort(ret_order_.begin(), ret_order_.end(), by_return);
+    }
     FindCandidates();
     ScoreNestings();
     FindNestedPairs();
@@ -260,14 +268,6 @@ class Engine {
     progress.Finish();
     if (!reader_.status().ok()) return reader_.status();
     for (const auto& [k, q] : early) stats_.unmatched_returns += q.size();
-    if (w > 0) {
-      // Early returns joined ret_order_ when their call came: restore the
-      // order of return times the candidate sweep relies on.
-      std::stable_sort(ret_order_.begin(), ret_order_.end(),
-                       [&](uint32_t a, uint32_t b) {
-                         return pairs_[a].ret < pairs_[b].ret;
-                       });
-    }
     stats_.path = reader_.path();
     stats_.call_pairs = ret_order_.size();
     stats_.unmatched_calls = pairs_.size() - ret_order_.size();
@@ -302,7 +302,6 @@ class Engine {
       std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
       p99[edge] = v[k];
     }
-    bool any = false;
     for (uint32_t i = 0; i < pairs_.size(); ++i) {
       Pair& p = pairs_[i];
       if (p.ret >= 0) continue;
@@ -310,14 +309,7 @@ class Engine {
       if (it == p99.end()) continue;
       p.ret = p.call + it->second;
       p.imputed = true;
-      ret_order_.push_back(i);
-      any = true;
-    }
-    if (any) {
-      std::stable_sort(ret_order_.begin(), ret_order_.end(),
-                       [&](uint32_t a, uint32_t b) {
-                         return pairs_[a].ret < pairs_[b].ret;
-                       });
+      ret_order_.push_back(i);  // out of order: Run() sorts ret_order_
     }
   }
 
