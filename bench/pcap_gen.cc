@@ -162,12 +162,12 @@ int main(int argc, char** argv) {
       g.Exchange(c, std::string("Q\0\0\0\x1dSELECT * FROM t WHERE id=1\0", 30),
                  std::string("T\0\0\0\x1e\0\x01id", 12) + std::string(60, 'r'));
     } else {
-      Addr stub{ip(7, static_cast<int>(g.rng()() % 500)),
-                static_cast<uint16_t>(1024 + g.rng()() % 60000)};
+      Addr querier{ip(7, static_cast<int>(g.rng()() % 500)),
+                  static_cast<uint16_t>(1024 + g.rng()() % 60000)};
       Addr resolver{ip(8, static_cast<int>(g.rng()() % 2)), 53};
       ++dns_id;
-      g.Packet(PacketBuilder::Udp(stub, resolver, Gen::Dns(dns_id, false)));
-      g.Packet(PacketBuilder::Udp(resolver, stub, Gen::Dns(dns_id, true)));
+      g.Packet(PacketBuilder::Udp(querier, resolver, Gen::Dns(dns_id, false)));
+      g.Packet(PacketBuilder::Udp(resolver, querier, Gen::Dns(dns_id, true)));
     }
   }
   std::printf("%lld packets\n", static_cast<long long>(g.packets()));
