@@ -60,6 +60,7 @@ int Run(std::span<const std::string> args) {
     params.raw_bin_scores = p.value("score", std::string("raw")) == "raw";
     // Results from before refinement existed were made without it.
     params.refine_passes = p.value("refine_passes", 0);
+    params.timeline_passes = p.value("timeline_passes", 0);
   } catch (const nlohmann::json::exception& e) {
     return cl.Fail(result_path + ": bad \"params\": " + e.what());
   }

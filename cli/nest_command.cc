@@ -38,6 +38,7 @@ int Run(std::span<const std::string> args) {
       ("smooth", po::value<double>()->default_value(defaults.smooth_bins), "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")
       ("raw-bin-scores", "score nestings by the raw bin value as the paper does, not by delay density")
       ("refine-passes", po::value<int>()->default_value(defaults.refine_passes), "passes that re-choose each call's parent knowing all its siblings (0 = the paper's single greedy pass)")
+      ("timeline-passes", po::value<int>()->default_value(defaults.timeline_passes), "passes that re-choose each call's parent by how likely the gaps of its parent's timeline become (0 = off)")
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
       ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
@@ -63,6 +64,10 @@ int Run(std::span<const std::string> args) {
   params.refine_passes = cl.Get<int>("refine-passes");
   if (params.refine_passes < 0 || params.refine_passes > 100) {
     return cl.UsageError("--refine-passes must be between 0 and 100");
+  }
+  params.timeline_passes = cl.Get<int>("timeline-passes");
+  if (params.timeline_passes < 0 || params.timeline_passes > 100) {
+    return cl.UsageError("--timeline-passes must be between 0 and 100");
   }
   if (!trace::ParseSecondsFlag(cl.Get<std::string>("skew-window"),
                                &params.skew_window) ||

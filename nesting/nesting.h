@@ -46,6 +46,12 @@ struct Params {
   // parent again, now that every sibling, not only the earlier ones, is
   // known to the penalties (see FindNestedPairs).
   int refine_passes = 1;
+  // Passes of timeline scoring after refinement (0 = off; see
+  // FindNestedPairs): each pass learns, from the current assignment, how
+  // long every node waits between the events of a call it serves (its
+  // arrival, each child's return, the next child's call, its own return)
+  // and re-chooses every call's parent by the likelihood of those gaps.
+  int timeline_passes = 2;
   // A call whose return was lost (a sniffer drop, the trace's end) still
   // happened and may have caused calls: it stays a candidate parent until
   // its edge's 99th-percentile latency has passed (see FindCallPairs).

@@ -113,6 +113,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["bin_base"] = r.params.bin_base;
   p["score"] = r.params.raw_bin_scores ? "raw" : "density";
   p["refine_passes"] = r.params.refine_passes;
+  p["timeline_passes"] = r.params.timeline_passes;
   j["patterns"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const auto& pat : r.patterns) {
