@@ -545,8 +545,14 @@ class Engine {
           Pair& c = pairs_[child];
           if (c.cand_end - c.cand_begin < 2) continue;  // no choice
           if (HasCrowdedCandidate(child)) continue;
+          const uint32_t previous = c.parent;
           Detach(child);
-          Attach(child, BestParentByTimeline(child));
+          const TimelineChoice choice = ChooseByTimeline(child, previous);
+          if (choice.swap != kNone) {
+            Detach(choice.swap);
+            Attach(choice.swap, previous);
+          }
+          Attach(child, choice.parent);
         }
       }
     }
@@ -561,10 +567,12 @@ class Engine {
   }
   // The same, as a log: the timeline score is a sum of logs. The powers
   // come from tables (pow was a tenth of the timeline passes' time).
-  double LogPenalty(const Pair& p, const Pair& c) const {
+  // `exclude`: a child of p to leave out (kNone: none).
+  double LogPenalty(const Pair& p, const Pair& c, uint32_t exclude = kNone) const {
     if (!any_penalty_) return 0.0;
     int overlap = 0, same = 0, any = 0;
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
+      if (s == exclude) continue;
       const Pair& sib = pairs_[s];
       ++any;
       if (sib.callee == c.callee) ++same;
@@ -651,15 +659,17 @@ class Engine {
 
   // Calls gap(key, delay) for each child, set(context, multiset) for each
   // anchor and tail(key, delay) for the return (unless it was imputed), on
-  // the timeline of `parent` with its children plus `extra` (kNone: none).
+  // the timeline of `parent` with its children plus `extra`, less `exclude`
+  // (kNone: none).
   template <typename Gap, typename Set, typename Tail>
-  void ForEachTerm(uint32_t parent, uint32_t extra, Gap&& gap, Set&& set,
-                   Tail&& tail) {
+  void ForEachTerm(uint32_t parent, uint32_t extra, uint32_t exclude, Gap&& gap,
+                   Set&& set, Tail&& tail) {
     const Pair& p = pairs_[parent];
     const uint32_t pe = edge_of_[parent];
     auto& kids = tl_kids_;
     kids.clear();
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
+      if (s == exclude) continue;
       kids.push_back({pairs_[s].call, pairs_[s].ret, edge_of_[s], -1});
     }
     if (extra != kNone) {
@@ -728,7 +738,7 @@ class Engine {
       const Pair& p = pairs_[i];
       if (p.ret < 0 || !makes_calls_[p.callee]) continue;
       ForEachTerm(
-          i, kNone, add,
+          i, kNone, kNone, add,
           [&](uint64_t context, uint64_t set) {
             ++set_count[set];
             ++set_total[context];
@@ -800,11 +810,12 @@ class Engine {
     return k == FlatIndex::kMissing ? std::log(0.5) : log_p_[k];
   }
 
-  double TimelineLogLikelihood(uint32_t parent, uint32_t extra) {
+  double TimelineLogLikelihood(uint32_t parent, uint32_t extra,
+                               uint32_t exclude = kNone) {
     double sum = 0;
     auto gap = [&](uint64_t key, TimeNs delay) { sum += LogDensity(key, delay); };
     ForEachTerm(
-        parent, extra, gap,
+        parent, extra, exclude, gap,
         [&](uint64_t context, uint64_t set) { sum += LogSetProbability(context, set); },
         gap);
     return sum;
@@ -834,22 +845,78 @@ class Engine {
     return false;
   }
 
-  uint32_t BestParentByTimeline(uint32_t child) {
+  // A call's new parent, and the sibling it trades places with (kNone: it
+  // simply moves).
+  struct TimelineChoice {
+    uint32_t parent = kNone;
+    uint32_t swap = kNone;
+  };
+  // How many of the best-scoring candidates are tried for a swap.
+  static constexpr int kSwapCandidates = 3;
+
+  // The candidate whose timeline gains the most log-likelihood with the
+  // call (plus the log of the paper's penalties; ties to the earliest
+  // candidate). Then swaps: two concurrent calls of one edge, each on the
+  // other's parent, are a local optimum for single moves (taking either
+  // away leaves a parent one child short, with an unlikely timeline), so
+  // for the best few candidates R and each child d of R on the call's
+  // edge that could have had the call's previous parent, the trade (the
+  // call to R, d to the previous parent) is scored as a whole and taken
+  // when it gains more than any single move. It halves the instance false
+  // negatives on multitier-normal (1.67% -> 0.93%) and Children-0/2
+  // (3.90% -> 2.15%).
+  TimelineChoice ChooseByTimeline(uint32_t child, uint32_t previous) {
     const Pair& c = pairs_[child];
+    TimelineChoice choice;
     double best = -std::numeric_limits<double>::infinity();
-    uint32_t best_parent = kNone;
+    uint32_t top[kSwapCandidates];
+    double top_gain[kSwapCandidates];
+    std::fill(top, top + kSwapCandidates, kNone);
+    std::fill(top_gain, top_gain + kSwapCandidates, -std::numeric_limits<double>::infinity());
     for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
       uint32_t pi = cands_[k];
       const Pair& p = pairs_[pi];
-      double score = TimelineLogLikelihood(pi, child) - CachedLogLikelihood(pi) +
-                     LogPenalty(p, c);
-      if (best_parent == kNone || score > best ||
-          (score == best && p.call < pairs_[best_parent].call)) {
-        best = score;
-        best_parent = pi;
+      double gain = TimelineLogLikelihood(pi, child) - CachedLogLikelihood(pi) +
+                    LogPenalty(p, c);
+      if (choice.parent == kNone || gain > best ||
+          (gain == best && p.call < pairs_[choice.parent].call)) {
+        best = gain;
+        choice.parent = pi;
+      }
+      for (int i = 0; i < kSwapCandidates; ++i) {
+        if (gain > top_gain[i]) {
+          std::copy_backward(top + i, top + kSwapCandidates - 1, top + kSwapCandidates);
+          std::copy_backward(top_gain + i, top_gain + kSwapCandidates - 1,
+                             top_gain + kSwapCandidates);
+          top[i] = pi;
+          top_gain[i] = gain;
+          break;
+        }
       }
     }
-    return best_parent;
+    if (previous == kNone) return choice;
+    const Pair& prev = pairs_[previous];
+    for (uint32_t r : top) {
+      if (r == kNone || r == previous) continue;
+      for (uint32_t d = pairs_[r].first_child; d != kNone; d = pairs_[d].next_sibling) {
+        if (edge_of_[d] != edge_of_[child]) continue;
+        const Pair& dp = pairs_[d];
+        if (std::find(cands_.begin() + dp.cand_begin, cands_.begin() + dp.cand_end,
+                      previous) == cands_.begin() + dp.cand_end) {
+          continue;
+        }
+        const double gain =
+            TimelineLogLikelihood(r, child, d) - CachedLogLikelihood(r) +
+            TimelineLogLikelihood(previous, d) - CachedLogLikelihood(previous) +
+            LogPenalty(pairs_[r], c, d) + LogPenalty(prev, dp) -
+            LogPenalty(pairs_[r], dp, d);
+        if (gain > best) {
+          best = gain;
+          choice = {r, d};
+        }
+      }
+    }
+    return choice;
   }
 
   uint32_t BestParent(uint32_t child) const {
