@@ -7,7 +7,10 @@
 //   1. FindCallPairs   (5.1.1.1) match each RET to its CALL.
 //   2. FindCandidates  (5.1.1.1) the calls into B that enclose a call B->C.
 //   3. ScoreNestings   (5.1.1.2) log-binned scoreboards per (A, B, C).
-//   4. FindNestedPairs (5.1.1.3) one parent per call, with penalties.
+//   4. FindNestedPairs (5.1.1.3) one parent per call, with penalties;
+//      then refinement and timeline passes (beyond the paper: the parent
+//      whose timeline of child gaps, spawned calls and tail becomes most
+//      likely; docs/nesting.md).
 //   5. FindCallPaths   (5.1.1.4) trees from root calls, aggregated by shape.
 // Time and space are O(messages x mean per-node parallelism) (5.1.2).
 #ifndef BBPROF_NESTING_NESTING_H_
