@@ -533,7 +533,9 @@ class Engine {
     for (int pass = 0; pass < params_.refine_passes; ++pass) {
       for (uint32_t child = 0; child < pairs_.size(); ++child) {
         Pair& c = pairs_[child];
-        if (c.cand_end == c.cand_begin) continue;
+        if (c.cand_end - c.cand_begin < 2) continue;  // no choice
+        // Detaching from a parent with thousands of children walks them all.
+        if (HasCrowdedCandidate(child)) continue;
         Detach(child);
         Attach(child, BestParent(child));
       }
@@ -568,10 +570,18 @@ class Engine {
   // The same, as a log: the timeline score is a sum of logs. The powers
   // come from tables (pow was a tenth of the timeline passes' time).
   // `exclude`: a child of p to leave out (kNone: none).
+  // Only the kPenaltyScan most recently attached siblings are counted: a
+  // parent with thousands of children (a session enclosing a whole
+  // capture) would otherwise make every choice that considers it walk
+  // them all, quadratic in the trace. Calls are attached in call order, so
+  // those are the latest-starting siblings, the ones that can overlap the
+  // call; the counts saturate, and so does the penalty.
+  static constexpr int kPenaltyScan = 256;
   double LogPenalty(const Pair& p, const Pair& c, uint32_t exclude = kNone) const {
     if (!any_penalty_) return 0.0;
-    int overlap = 0, same = 0, any = 0;
-    for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
+    int overlap = 0, same = 0, any = 0, scanned = 0;
+    for (uint32_t s = p.first_child; s != kNone && scanned < kPenaltyScan;
+         s = pairs_[s].next_sibling, ++scanned) {
       if (s == exclude) continue;
       const Pair& sib = pairs_[s];
       ++any;
@@ -828,10 +838,12 @@ class Engine {
     return c;
   }
 
-  // Scoring a timeline sorts its children: a parent with thousands of them
-  // (a session that encloses a whole capture) would make every one of its
-  // candidates' choices cost thousands of steps. Such choices keep the
-  // parent the paper's score gave them.
+  // Re-choosing a call's parent detaches it (a walk of its parent's
+  // children) and scores a timeline per candidate (a sort of theirs): a
+  // parent with thousands of children (a session that encloses a whole
+  // capture) would make every such choice cost thousands of steps, and
+  // the passes quadratic. Calls with a candidate that crowded keep the
+  // parent the greedy pass gave them.
   static constexpr int kTimelineMaxChildren = 64;
   bool HasCrowdedCandidate(uint32_t child) const {
     const Pair& c = pairs_[child];
