@@ -18,8 +18,11 @@ is stopped by SIGINT, and `bbprof nest` must find:
   - the delay added in the app: the app's own time in the top pattern is about
     DELAY and is the largest of the pattern's nodes.
 
-Every server is started here, on 127.0.20.0/24 only, and stopped by its own
-process id. Needs root (live capture) and nginx and redis-server
+Every server is started here, on a /24 of 127.0.0.0/8 only, and stopped by
+its own process id. The /24 is drawn at random per run (127.0.20.0/24 in the
+picture above), and the capture sees only it: two runs at once on one
+machine (two checkouts' test suites) neither share servers nor count each
+other's traffic. Needs root (live capture) and nginx and redis-server
 (scripts/install-deps.sh installs them); exits 77 (skipped) without them.
 
     multitier_e2e.py BBPROF [WORKDIR]
@@ -38,7 +41,8 @@ import time
 import http.client
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLIENT, NGINX, APP, REDIS = "127.0.20.1", "127.0.20.2", "127.0.20.3", "127.0.20.4"
+NET = "127.%d.%d" % (random.SystemRandom().randint(20, 250), random.SystemRandom().randint(0, 255))
+CLIENT, NGINX, APP, REDIS = NET + ".1", NET + ".2", NET + ".3", NET + ".4"
 NGINX_PORT, APP_PORT, REDIS_PORT = 18080, 18081, 16380
 DELAY = 0.030       # seconds the app works on /item
 LOAD_SECONDS = 4.0
@@ -191,7 +195,7 @@ def main():
         cap_err = open(os.path.join(work, "capture.err"), "w+")
         procs["capture"] = subprocess.Popen(
             [bbprof, "capture", "-i", "lo", "--names", names, "-o", trace,
-             "--capture-host", "lo-test", "net", "127.0.20.0/24"],
+             "--capture-host", "lo-test", "net", NET + ".0/24"],
             stdout=subprocess.DEVNULL, stderr=cap_err)
         # bbprof says "listening on lo" once packets are being captured.
         end = time.monotonic() + 15
