@@ -16,8 +16,8 @@
 // overlap-save block may start.
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
+#include <span>
 
 #include "convolution/path_graph.h"
 #include "convolution/search_steps.h"
@@ -36,6 +36,31 @@ int64_t FloorDiv(int64_t a, int64_t b) {
 struct Msg {
   TimeNs ts;
   NodeId from, to;
+};
+
+// The messages of the current window and its margins, oldest first: a
+// vector consumed from the front and compacted now and then (cheaper than a
+// deque for 16-byte records pushed one by one).
+class MsgQueue {
+ public:
+  bool empty() const { return head_ == v_.size(); }
+  size_t size() const { return v_.size() - head_; }
+  const Msg& front() const { return v_[head_]; }
+  const Msg& back() const { return v_.back(); }
+  void push_back(const Msg& m) { v_.push_back(m); }
+  void pop_front() {
+    if (++head_ >= 4096 && 2 * head_ >= v_.size()) {
+      v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+  std::span<const Msg> all() const {
+    return std::span<const Msg>(v_).subspan(head_);
+  }
+
+ private:
+  std::vector<Msg> v_;
+  size_t head_ = 0;
 };
 
 // Correlator::ChooseMethod's inputs, counted a bin of a at a time, in time
@@ -259,12 +284,15 @@ class StreamSearch {
       const double want =
           std::max(16.0 * static_cast<double>(before + after),
                    static_cast<double>(o_.chunk_messages) / per_quantum);
-      chunk = static_cast<int64_t>(std::min(want, 0x1p42));
+      // No window longer than the trace (which also keeps (B + C) * mu
+      // within range when the rate is tiny).
+      const double whole = span / static_cast<double>(p_.quantum_ns) + 1.0;
+      chunk = static_cast<int64_t>(std::min(want, whole));
     }
     auto r = open_();
     if (!r.ok()) return r.status();
     trace::TraceReader& reader = **r;
-    std::deque<Msg> buf;
+    MsgQueue buf;
     uint64_t read = 0;
     bool eof = false;
     trace::Record rec;
@@ -288,13 +316,14 @@ class StreamSearch {
       }
       graph_.peak_buffered_messages =
           std::max<uint64_t>(graph_.peak_buffered_messages, buf.size());
-      Window(step, targets, depth, buf, hi_ns, b0, b0 + chunk);
+      Window(step, targets, depth, buf.all(), hi_ns, b0, b0 + chunk);
       // The next window: B + C, or a later one if nothing lies in between.
       const int64_t next = b0 + chunk;
-      auto it = std::partition_point(buf.begin(), buf.end(), [&](const Msg& m) {
-        return m.ts < next * mu;
-      });
-      if (it == buf.end()) {
+      const std::span<const Msg> held = buf.all();
+      const Msg* it = std::partition_point(
+          held.data(), held.data() + held.size(),
+          [&](const Msg& m) { return m.ts < next * mu; });
+      if (it == held.data() + held.size()) {
         if (eof) break;
         if (!reader.Next(rec)) {
           if (!reader.status().ok()) return reader.status();
@@ -305,7 +334,7 @@ class StreamSearch {
           return Changed();
         }
         buf.push_back({rec.ts_ns, rec.sender, rec.receiver});
-        it = buf.end() - 1;
+        it = &buf.back();
       }
       // Windows stay on the grid first bin + n C; empty ones are skipped.
       b0 = next + FloorDiv(std::max<int64_t>(FloorDiv(it->ts, mu) - next, 0),
@@ -333,7 +362,7 @@ class StreamSearch {
 
   // One window: the messages of buf with ts < hi_ns; owned bins [b0, b1).
   void Window(Step step, const std::vector<int>& targets, int depth,
-              const std::deque<Msg>& buf, TimeNs hi_ns, int64_t b0,
+              std::span<const Msg> buf, TimeNs hi_ns, int64_t b0,
               int64_t b1) {
     const size_t nodes = sum_.names.size();
     cols_.resize(nodes);
