@@ -144,7 +144,7 @@ Params RandomParams(std::mt19937_64& rng, bool dense) {
   p.tolerance_ns = t < 0.4 ? -1 : t < 0.6 ? 0 : static_cast<TimeNs>(u(rng) * 3.0 * static_cast<double>(p.quantum_ns));
   const uint64_t counts[] = {1, 3, 5};
   p.min_count = counts[static_cast<int>(u(rng) * 3)];
-  p.max_depth = 1 + static_cast<int>(u(rng) * 7);
+  p.max_depth = 2 + static_cast<int>(u(rng) * 6);
   p.spikes.spike_sigma = u(rng) < 0.5 ? 3.0 : 4.0;
   p.spikes.valley_sigma = u(rng) < 0.5 ? 2.0 : 2.5;
   EXPECT_TRUE(ResolveParams(p).ok());
@@ -162,15 +162,18 @@ TEST(ConvolutionStream, SameJsonAsInMemoryOnRandomTraces) {
                   TraceText(RandomTraffic(rng, dense)));
     const Params p = RandomParams(rng, dense);
     StreamOptions o;
+    // Windows of down to one quantum; the dense traces (long FFT blocks,
+    // so wide margins) get fewer, longer ones to keep the test quick.
     const int64_t chunks[] = {0, 13, 97, 500, 1};
-    o.chunk_quanta = chunks[seed % 5];
+    const int64_t dense_chunks[] = {0, 41, 97, 500};
+    o.chunk_quanta = dense ? dense_chunks[seed / 4 % 4] : chunks[seed % 5];
     if (seed % 3 == 0) o.correlation_bytes = 1;  // one vertex per pass
     SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " +
                  std::to_string(o.chunk_quanta));
     const Both b = RunBoth(path, p, o);
     EXPECT_EQ(b.stream_json, b.memory_json);
     ExpectSameWork(b.stream, b.memory);
-    // Without a correlation (max depth 1) the scan is the only pass.
+    // Without a correlation (no root sends) the scan is the only pass.
     EXPECT_EQ(b.stream.passes > 1, b.memory.correlations > 0);
     sparse += b.memory.sparse_correlations;
     fft += b.memory.fft_correlations;
@@ -252,6 +255,40 @@ TEST(ConvolutionStream, ChainedClaimsAcrossBoundaries) {
             (std::vector<std::string>{"A", "B", "C", "D", "A"}));
   EXPECT_EQ(b.stream.paths[0].count, 1500u);
   EXPECT_NEAR(b.stream.paths[0].delays_s[2], 0.044, 1e-9);
+}
+
+// Few messages over a long time at epoch timestamps (the email traces of
+// Table 1): windows are skipped over the quiet stretches and never
+// overflow the time range.
+TEST(ConvolutionStream, SparseTraceOverMonths) {
+  TempDir dir;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> when(0, 5.1e6);
+  std::normal_distribution<double> jit(0, 1);
+  std::vector<Line> lines;
+  const TimeNs epoch = 1'000'000'000 * trace::kNsPerSecond;
+  for (int i = 0; i < 600; ++i) {
+    const double t = when(rng);
+    auto at = [&](double s) {
+      return epoch + static_cast<TimeNs>(s * 1e9);
+    };
+    lines.push_back({at(t), "MSG", "A", "B"});
+    lines.push_back({at(t + 10 + jit(rng)), "MSG", "B", "C"});
+    lines.push_back({at(t + 40 + jit(rng)), "MSG", "C", "D"});
+  }
+  const std::string path = dir.Write("mail.trace", TraceText(lines));
+  Params p;
+  p.quantum_ns = 5 * trace::kNsPerSecond;
+  p.max_delay_ns = 3600 * trace::kNsPerSecond;
+  ASSERT_TRUE(ResolveParams(p).ok());
+  for (int64_t chunk : {0, 1, 1000}) {
+    StreamOptions o;
+    o.chunk_quanta = chunk;
+    o.chunk_messages = 100;
+    const Both b = RunBoth(path, p, o);
+    EXPECT_EQ(b.stream_json, b.memory_json);
+    EXPECT_NE(b.memory.paths.size(), 0u);
+  }
 }
 
 // The point of streaming: the messages held at once depend on the rate and
