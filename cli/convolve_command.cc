@@ -3,6 +3,7 @@
 #include "cli/convolve_command.h"
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -10,12 +11,20 @@
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "convolution/path_graph.h"
+#include "trace/binary_format.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::cli {
 
 namespace {
+
+bool PlainBinaryTrace(const std::string& path) {
+  if (path == "-") return false;
+  std::ifstream in(path, std::ios::binary);
+  char head = 0;
+  return in.get(head) && trace::LooksBinary(std::string_view(&head, 1));
+}
 
 int Run(std::span<const std::string> args) {
   CommandLine cl(
@@ -51,8 +60,10 @@ int Run(std::span<const std::string> args) {
       "search", po::value<std::string>()->default_value("auto"),
       "memory: read the trace once and hold it; stream: read it once per "
       "step of the search, holding only a window of about the delay range "
-      "(same results); auto: memory up to 1048576 messages, else stream. "
-      "Standard input is always held in memory");
+      "(same results; inputs other than a plain binary trace are copied to "
+      "a file in $TMPDIR, 16 bytes a message, and re-read from there); "
+      "auto: memory up to 1048576 messages, else stream (standard input: "
+      "memory)");
   cl.AddPositional("TRACE", "input trace ('-' for standard input)", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
 
@@ -99,6 +110,9 @@ int Run(std::span<const std::string> args) {
   const convolution::ReaderFactory open = [&] {
     return OpenAnalysisInput(path, {}, nodes);
   };
+  // A plain binary trace is re-read faster than a copy could be; anything
+  // else (text, compressed, a capture, standard input) is spooled.
+  search.stream.spool = !PlainBinaryTrace(path);
   auto result = convolution::Convolve(open, path != "-", p, search);
   if (!result.ok()) return cl.Fail(result.status());
   const convolution::TraceSummary* msgs = &result->summary;
@@ -122,7 +136,7 @@ int Run(std::span<const std::string> args) {
                  std::to_string(graph->sparse_correlations) + " direct, " +
                  std::to_string(graph->fft_correlations) + " FFT), " +
                  std::to_string(graph->passes) +
-                 " read(s) of the input, at most " +
+                 " pass(es) over the messages, at most " +
                  std::to_string(graph->peak_buffered_messages) +
                  " messages held");
   return kExitOk;

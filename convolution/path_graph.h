@@ -148,6 +148,12 @@ struct StreamOptions {
   // Correlation arrays (2D+1 doubles each) computed in one pass; more
   // vertices at one level take more passes.
   uint64_t correlation_bytes = uint64_t{64} << 20;
+  // Copy the messages (16 bytes each) to an unlinked file in $TMPDIR (else
+  // /tmp) during the first read and run the later passes from it, instead of
+  // opening and decoding the input again: for inputs slow to decode (text,
+  // compressed, captures) or that cannot be read twice (standard input).
+  // `open` is then called once.
+  bool spool = false;
 };
 
 struct StreamResult {
@@ -189,7 +195,8 @@ struct SearchOptions {
 
 // The whole analysis: reads the input and runs the search chosen by
 // options.mode.  An input that cannot be read twice (reopenable false:
-// standard input) always gets the in-memory search.
+// standard input) gets the in-memory search, unless the mode is kStream and
+// options.stream.spool is set.
 Result<StreamResult> Convolve(const ReaderFactory& open, bool reopenable,
                               const Params& params,
                               const SearchOptions& options = {});

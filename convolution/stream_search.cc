@@ -14,8 +14,14 @@
 // array (2D+1 doubles) or a cost estimate, the claims' counts and summed
 // delays per destination and spike, and the position where the next
 // overlap-save block may start.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <span>
 
@@ -61,6 +67,93 @@ class MsgQueue {
  private:
   std::vector<Msg> v_;
   size_t head_ = 0;
+};
+
+// The messages of the trace as the search needs them (time, sender,
+// receiver: 16 bytes each) in an unlinked temporary file, written during the
+// first read and read back by every later pass, so that an input that is
+// slow to decode (text, compressed, a capture) or cannot be read twice
+// (standard input) is decoded once.  The file lives on disk; the process
+// holds one buffer of it.
+class Spool {
+ public:
+  Spool() = default;
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+  ~Spool() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  Status Create() {
+    const char* env = std::getenv("TMPDIR");
+    dir_ = env != nullptr && *env != '\0' ? env : "/tmp";
+    std::string tmpl = dir_ + "/bbprof-convolve-XXXXXX";
+    fd_ = ::mkstemp(tmpl.data());
+    if (fd_ < 0) return Error("cannot create a spool file");
+    ::unlink(tmpl.c_str());
+    buf_.reserve(kBatch);
+    return Status::Ok();
+  }
+  Status Append(const Msg& m) {
+    buf_.push_back(m);
+    return buf_.size() == kBatch ? Flush() : Status::Ok();
+  }
+  Status Flush() {
+    const char* p = reinterpret_cast<const char*>(buf_.data());
+    size_t left = buf_.size() * sizeof(Msg);
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error("cannot write the spool file");
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    buf_.clear();
+    return Status::Ok();
+  }
+  Status Rewind() {
+    if (::lseek(fd_, 0, SEEK_SET) != 0) return Error("cannot rewind the spool file");
+    buf_.clear();
+    pos_ = 0;
+    return Status::Ok();
+  }
+  // The next message, or false at the end (or on an error: see status).
+  bool Next(Msg& m) {
+    if (pos_ == buf_.size()) {
+      buf_.resize(kBatch);
+      size_t got = 0;
+      char* p = reinterpret_cast<char*>(buf_.data());
+      while (got < kBatch * sizeof(Msg)) {
+        const ssize_t n = ::read(fd_, p + got, kBatch * sizeof(Msg) - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+          status_ = Error("cannot read the spool file");
+          break;
+        }
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+      }
+      buf_.resize(got / sizeof(Msg));
+      pos_ = 0;
+      if (buf_.empty()) return false;
+    }
+    m = buf_[pos_++];
+    return true;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  static constexpr size_t kBatch = 1 << 16;
+  Status Error(const std::string& what) const {
+    return Status::Error(what + " in " + dir_ + " (" + std::strerror(errno) +
+                         "); set TMPDIR to a writable folder, or use "
+                         "--search memory");
+  }
+  int fd_ = -1;
+  std::string dir_;
+  std::vector<Msg> buf_;
+  size_t pos_ = 0;
+  Status status_;
 };
 
 // Correlator::ChooseMethod's inputs, counted a bin of a at a time, in time
@@ -255,9 +348,22 @@ class StreamSearch {
   Status Scan() {
     auto r = open_();
     if (!r.ok()) return r.status();
+    if (o_.spool) {
+      if (Status s = spool_.Create(); !s.ok()) return s;
+    }
     trace::Record rec;
-    while ((*r)->Next(rec)) sum_.Add(rec);
+    while ((*r)->Next(rec)) {
+      sum_.Add(rec);
+      if (o_.spool) {
+        if (Status s = spool_.Append({rec.ts_ns, rec.sender, rec.receiver});
+            !s.ok())
+          return s;
+      }
+    }
     if (Status s = sum_.Finish(**r); !s.ok()) return s;
+    if (o_.spool) {
+      if (Status s = spool_.Flush(); !s.ok()) return s;
+    }
     path_ = (*r)->path();
     ++graph_.passes;
     return Status::Ok();
@@ -289,13 +395,34 @@ class StreamSearch {
       const double whole = span / static_cast<double>(p_.quantum_ns) + 1.0;
       chunk = static_cast<int64_t>(std::min(want, whole));
     }
-    auto r = open_();
-    if (!r.ok()) return r.status();
-    trace::TraceReader& reader = **r;
+    // The messages, from the spool or from the input read afresh.
+    std::unique_ptr<trace::TraceReader> reader;
+    if (o_.spool) {
+      if (Status s = spool_.Rewind(); !s.ok()) return s;
+    } else {
+      auto r = open_();
+      if (!r.ok()) return r.status();
+      reader = std::move(*r);
+    }
+    trace::Record rec;
+    Status failed;
+    auto pull = [&](Msg& m) {
+      if (reader == nullptr) {
+        if (spool_.Next(m)) return true;
+        failed = spool_.status();
+        return false;
+      }
+      if (!reader->Next(rec)) {
+        failed = reader->status();
+        return false;
+      }
+      m = {rec.ts_ns, rec.sender, rec.receiver};
+      return true;
+    };
     MsgQueue buf;
     uint64_t read = 0;
     bool eof = false;
-    trace::Record rec;
+    Msg msg;
     const TimeNs mu = p_.quantum_ns;
     int64_t b0 = FloorDiv(sum_.first_ns, mu);
     while (true) {
@@ -303,16 +430,16 @@ class StreamSearch {
       const TimeNs hi_ns = (b0 + chunk + after) * mu;
       while (!buf.empty() && buf.front().ts < lo_ns) buf.pop_front();
       while (!eof && (buf.empty() || buf.back().ts < hi_ns)) {
-        if (!reader.Next(rec)) {
+        if (!pull(msg)) {
           eof = true;
-          if (!reader.status().ok()) return reader.status();
+          if (!failed.ok()) return failed;
           break;
         }
-        if (rec.sender >= sum_.names.size() ||
-            rec.receiver >= sum_.names.size() || ++read > sum_.messages) {
+        if (msg.from >= sum_.names.size() || msg.to >= sum_.names.size() ||
+            ++read > sum_.messages) {
           return Changed();
         }
-        buf.push_back({rec.ts_ns, rec.sender, rec.receiver});
+        buf.push_back(msg);
       }
       graph_.peak_buffered_messages =
           std::max<uint64_t>(graph_.peak_buffered_messages, buf.size());
@@ -325,15 +452,15 @@ class StreamSearch {
           [&](const Msg& m) { return m.ts < next * mu; });
       if (it == held.data() + held.size()) {
         if (eof) break;
-        if (!reader.Next(rec)) {
-          if (!reader.status().ok()) return reader.status();
+        if (!pull(msg)) {
+          if (!failed.ok()) return failed;
           break;
         }
-        if (rec.sender >= sum_.names.size() ||
-            rec.receiver >= sum_.names.size() || ++read > sum_.messages) {
+        if (msg.from >= sum_.names.size() || msg.to >= sum_.names.size() ||
+            ++read > sum_.messages) {
           return Changed();
         }
-        buf.push_back({rec.ts_ns, rec.sender, rec.receiver});
+        buf.push_back(msg);
         it = &buf.back();
       }
       // Windows stay on the grid first bin + n C; empty ones are skipped.
@@ -549,6 +676,7 @@ class StreamSearch {
   std::string path_;
   TraceSummary sum_;
   PathGraph graph_;
+  Spool spool_;
   std::vector<Task> tasks_;
   Correlator corr_;
   // Per window, reused:
@@ -573,10 +701,14 @@ Result<StreamResult> FindPathsStreaming(const ReaderFactory& open,
 Result<StreamResult> Convolve(const ReaderFactory& open, bool reopenable,
                               const Params& params,
                               const SearchOptions& options) {
-  const bool stream = reopenable && options.mode != SearchMode::kMemory;
-  if (stream && options.mode == SearchMode::kStream) {
+  // An input read once can stream only through a spool, and only when
+  // asked to: auto, which starts by holding the messages, cannot give up
+  // half-way through such an input.
+  if (options.mode == SearchMode::kStream &&
+      (reopenable || options.stream.spool)) {
     return FindPathsStreaming(open, params, options.stream);
   }
+  const bool stream = options.mode == SearchMode::kAuto && reopenable;
   auto r = open();
   if (!r.ok()) return r.status();
   bool complete = true;
