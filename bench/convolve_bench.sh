@@ -16,7 +16,7 @@ python3 "$root/bench/convolve_gen.py" day "$work/day.trace"
 python3 "$root/bench/convolve_gen.py" day "$work/day3.trace" 3
 "$bin" convert "$work/day.trace" "$work/day.bbt" --quiet
 "$bin" convert "$work/day3.trace" "$work/day3.bbt" --quiet
-printf '%-16s %-7s %9s %10s %6s %9s\n' trace search 'time' 'peak RSS' reads held
+printf '%-16s %-7s %9s %10s %6s %9s\n' trace search 'time' 'peak RSS' passes held
 # run NAME INPUT SEARCH FLAGS...: one run, its JSON kept as NAME-SEARCH.json.
 run() {
   name=$1 input=$2 search=$3
@@ -26,7 +26,7 @@ run() {
   printf '%-16s %-7s %8ss %7s KB %6s %9s\n' "$name" "$search" \
     "$(grep 'Elapsed' "$work/$name-$search.time" | awk '{print $NF}' | sed 's/^0://')" \
     "$(grep 'Maximum resident' "$work/$name-$search.time" | awk '{print $NF}')" \
-    "$(sed -n 's/.*FFT), \([0-9]*\) read.*/\1/p' "$work/$name-$search.time")" \
+    "$(sed -n 's/.*FFT), \([0-9]*\) pass.*/\1/p' "$work/$name-$search.time")" \
     "$(sed -n 's/.*at most \([0-9]*\) messages held.*/\1/p' "$work/$name-$search.time")"
 }
 # both NAME INPUT FLAGS...: memory then stream, and their documents compared.

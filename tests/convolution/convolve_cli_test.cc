@@ -71,8 +71,8 @@ std::string Slurp(const std::string& path) {
 }
 
 // --search stream reads the file once per step and must write the very
-// document --search memory writes; standard input cannot be read twice and
-// is searched in memory whatever --search says.
+// document --search memory writes, from a file or from standard input
+// (spooled: it cannot be read twice).
 TEST(ConvolveCli, SearchModesWriteTheSameJson) {
   bbprof::testing::TempDir dir;
   std::ostringstream t;
@@ -100,7 +100,14 @@ TEST(ConvolveCli, SearchModesWriteTheSameJson) {
   ASSERT_EQ(RunBbprof("convolve " + trace + " --search memory" + flags + mem), 0);
   ASSERT_EQ(RunBbprof("convolve " + trace + " --search stream" + flags + str), 0);
   ASSERT_EQ(RunBbprof("convolve " + trace + flags + aut), 0);
-  ASSERT_EQ(RunBbprof("convolve - --search stream" + flags + in + " < " + trace), 0);
+  // Standard input streams through a spool: one read, six passes.
+  const std::string log = dir.File("stdin.log");
+  const std::string piped = std::string(BBPROF_BINARY) +
+                            " convolve - --search stream" + flags + in +
+                            " < " + trace + " 2> " + log;
+  ASSERT_EQ(std::system(piped.c_str()), 0);
+  EXPECT_NE(Slurp(log).find(" 6 pass(es) over the messages"), std::string::npos)
+      << Slurp(log);
   EXPECT_EQ(Slurp(str), Slurp(mem));
   EXPECT_EQ(Slurp(aut), Slurp(mem));
   auto jm = nlohmann::json::parse(Slurp(mem));

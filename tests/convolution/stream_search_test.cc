@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <tuple>
@@ -168,6 +169,7 @@ TEST(ConvolutionStream, SameJsonAsInMemoryOnRandomTraces) {
     const int64_t dense_chunks[] = {0, 41, 97, 500};
     o.chunk_quanta = dense ? dense_chunks[seed / 4 % 4] : chunks[seed % 5];
     if (seed % 3 == 0) o.correlation_bytes = 1;  // one vertex per pass
+    o.spool = seed % 2 == 1;
     SCOPED_TRACE("seed " + std::to_string(seed) + " chunk " +
                  std::to_string(o.chunk_quanta));
     const Both b = RunBoth(path, p, o);
@@ -385,6 +387,58 @@ TEST(ConvolutionStream, InputThatChangesBetweenPassesIsAnError) {
   auto s = FindPathsStreaming(open, p);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("changed"), std::string::npos)
+      << s.status().message();
+}
+
+// With a spool the input is read once, even when it could not be read
+// again, and the passes after the first read the spooled copy.
+TEST(ConvolutionStream, SpoolReadsTheInputOnce) {
+  TempDir dir;
+  std::mt19937_64 rng(21);
+  const std::string path =
+      dir.Write("spool.trace", TraceText(RandomTraffic(rng, false)));
+  Params p;
+  p.quantum_ns = kMs;
+  p.max_delay_ns = 150 * kMs;
+  ASSERT_TRUE(ResolveParams(p).ok());
+  int opened = 0;
+  const ReaderFactory open = [&] {
+    ++opened;
+    return trace::OpenTraceReader(path);
+  };
+  SearchOptions o;
+  o.mode = SearchMode::kStream;
+  o.stream.spool = true;
+  o.stream.chunk_quanta = 50;
+  auto s = Convolve(open, /*reopenable=*/false, p, o);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(opened, 1);
+  EXPECT_GT(s->graph.passes, 2u);
+  const Both b = RunBoth(path, p, o.stream);
+  EXPECT_EQ(ResultJson(s->summary, p, s->graph, "t"), b.memory_json);
+  EXPECT_FALSE(b.memory.paths.empty());
+}
+
+TEST(ConvolutionStream, SpoolThatCannotBeCreatedIsAnError) {
+  TempDir dir;
+  const std::string path = dir.Write(
+      "s.trace", TraceText({{0, "MSG", "A", "B"}, {kMs, "MSG", "B", "C"}}));
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("TMPDIR", dir.File("no/such/folder").c_str(), 1);
+  Params p;
+  ASSERT_TRUE(ResolveParams(p).ok());
+  StreamOptions o;
+  o.spool = true;
+  auto s = FindPathsStreaming(Opener(path), p, o);
+  if (old != nullptr) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("spool"), std::string::npos);
+  EXPECT_NE(s.status().message().find("no/such/folder"), std::string::npos)
       << s.status().message();
 }
 
