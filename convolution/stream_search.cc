@@ -324,6 +324,9 @@ class StreamSearch {
     for (int t = xi; tasks_[t].parent >= 0; t = tasks_[t].parent)
       on_path.emplace_back(tasks_[tasks_[t].parent].node, tasks_[t].node);
     for (auto& [k, c] : cands) {
+      // Claimed only in some window's margins, where V is not exact: not a
+      // group of the in-memory search.
+      if (c.caused.count == 0) continue;
       if (c.caused.count < p_.min_count ||
           !internal::AboveChance(c.caused, sum_.sent_to[j].at(k),
                                  tasks_[xi].count, sum_.last_ns - sum_.first_ns,
