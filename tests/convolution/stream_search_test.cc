@@ -198,6 +198,28 @@ TEST(ConvolutionStream, SameJsonAsInMemoryOnRandomTraces) {
   EXPECT_GT(paths, 24u);
 }
 
+// The repository's RPC sample (samples/multitier-small.trace), cut into
+// windows of 700 quanta (0.7 s and 7 s, against a 1000-quantum delay
+// range): 16 paths at 1 ms, 6 at 10 ms.
+TEST(ConvolutionStream, SameJsonOnTheMultitierSample) {
+  const std::string path =
+      std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace";
+  for (TimeNs mu : {kMs, 10 * kMs}) {
+    Params p;
+    p.quantum_ns = mu;
+    ASSERT_TRUE(ResolveParams(p).ok());
+    for (int64_t chunk : {0, 700}) {
+      StreamOptions o;
+      o.chunk_quanta = chunk;
+      o.spool = chunk == 700;
+      const Both b = RunBoth(path, p, o);
+      EXPECT_EQ(b.stream_json, b.memory_json) << mu << " " << chunk;
+      ExpectSameWork(b.stream, b.memory);
+      EXPECT_GE(b.memory.paths.size(), 6u);
+    }
+  }
+}
+
 // A -> B, B forwards to C 30 ms later; with 100-quantum windows starting at
 // the first message (t = 0), every cause lies just before a window boundary
 // and its effect just after (or exactly on it).
