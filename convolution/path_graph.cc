@@ -1,9 +1,8 @@
 #include "convolution/path_graph.h"
 
-#include <cstdint>
-
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>

@@ -5,8 +5,8 @@
 // and MSG alike, grouped by sender) -> FindPaths (depth-first from the roots,
 // correlating each vertex's incoming messages with everything its node sends,
 // correlation.h) -> PathGraph -> JSON / text.  For traces too long to hold,
-// FindPathsStreaming reads the input once per level of the search instead
-// (stream_search.cc); Convolve chooses between the two.
+// FindPathsStreaming makes a few passes over the messages instead, holding a
+// window at a time (stream_search.cc); Convolve chooses between the two.
 #ifndef BBPROF_CONVOLUTION_PATH_GRAPH_H_
 #define BBPROF_CONVOLUTION_PATH_GRAPH_H_
 
@@ -165,7 +165,8 @@ struct StreamResult {
 // FindPaths (the same JSON, byte for byte), in memory bounded by the delay
 // range (max delay, tolerance, depth) times the message rate, whatever the
 // duration.  The search is run breadth first, one level of the path tree at
-// a time, and each level re-reads the input through `open`:
+// a time, each step a pass over the messages (the input opened again through
+// `open`, or its spooled copy, see StreamOptions::spool):
 //   pass 1: counts (names, roots, messages per edge, duration);
 //   then for level 1: a pass for the cost of each vertex's correlation
 //   (which decides direct or FFT as Correlator's kAuto would), and for each
@@ -177,8 +178,8 @@ struct StreamResult {
 // pass walks the trace in windows and re-derives, within a window and its
 // margins, which messages belong to which vertex; sums are accumulated in
 // time order, as the in-memory search does, so they are equal bit for bit.
-// Errors: those of the reader (FILE:LINE), of ChooseRoots, or an input that
-// changed between passes.
+// Errors: those of the reader (FILE:LINE), of ChooseRoots, of the spool, or
+// an input that changed between passes.
 Result<StreamResult> FindPathsStreaming(const ReaderFactory& open,
                                         const Params& params,
                                         const StreamOptions& options = {});
