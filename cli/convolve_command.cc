@@ -3,12 +3,15 @@
 #include "cli/convolve_command.h"
 
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "base/atomic_file.h"
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "convolution/path_graph.h"
+#include "trace/binary_format.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 
@@ -16,9 +19,18 @@ namespace bbprof::cli {
 
 namespace {
 
+bool PlainBinaryTrace(const std::string& path) {
+  if (path == "-") return false;
+  std::ifstream in(path, std::ios::binary);
+  char head = 0;
+  return in.get(head) && trace::LooksBinary(std::string_view(&head, 1));
+}
+
 int Run(std::span<const std::string> args) {
   CommandLine cl(
-      "convolve", "TRACE [--quantum S] [--root NODE]... [--json FILE]",
+      "convolve",
+      "TRACE [--quantum S] [--root NODE]... [--json FILE] "
+      "[--search auto|memory|stream]",
       "Finds causal paths in message traffic by cross-correlating, for every\n"
       "node j, the messages it receives on a path with everything it sends\n"
       "(Aguilera et al., SOSP 2003, section 5.2). Calls, returns and "
@@ -44,7 +56,14 @@ int Run(std::span<const std::string> args) {
       "max-depth", po::value<int>()->default_value(10),
       "longest path, in hops from the root")(
       "json", po::value<std::string>(),
-      "write the result JSON to FILE ('-': stdout)");
+      "write the result JSON to FILE ('-': stdout)")(
+      "search", po::value<std::string>()->default_value("auto"),
+      "memory: read the trace once and hold it; stream: read it once per "
+      "step of the search, holding only a window of about the delay range "
+      "(same results; inputs other than a plain binary trace are copied to "
+      "a file in $TMPDIR, 16 bytes a message, and re-read from there); "
+      "auto: memory up to 1048576 messages, else stream (standard input: "
+      "memory)");
   cl.AddPositional("TRACE", "input trace ('-' for standard input)", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
 
@@ -74,13 +93,30 @@ int Run(std::span<const std::string> args) {
   if (Status s = convolution::ResolveParams(p); !s.ok())
     return cl.UsageError(s.message());
 
+  convolution::SearchOptions search;
+  const std::string mode = cl.Get<std::string>("search");
+  if (mode == "memory") {
+    search.mode = convolution::SearchMode::kMemory;
+  } else if (mode == "stream") {
+    search.mode = convolution::SearchMode::kStream;
+  } else if (mode != "auto") {
+    return cl.UsageError("--search must be auto, memory or stream");
+  }
+
   const std::string& path = cl.Positional("TRACE")[0];
-  auto reader = OpenAnalysisInput(path);
-  if (!reader.ok()) return cl.Fail(reader.status());
-  auto msgs = convolution::LoadMessages(**reader);
-  if (!msgs.ok()) return cl.Fail(msgs.status());
-  auto graph = convolution::FindPaths(*msgs, p);
-  if (!graph.ok()) return cl.Fail(graph.status());
+  // Every pass of the streaming search reads the input afresh; one node
+  // table keeps the node ids the same across them.
+  auto nodes = std::make_shared<trace::NodeTable>();
+  const convolution::ReaderFactory open = [&] {
+    return OpenAnalysisInput(path, {}, nodes);
+  };
+  // A plain binary trace is re-read faster than a copy could be; anything
+  // else (text, compressed, a capture, standard input) is spooled.
+  search.stream.spool = !PlainBinaryTrace(path);
+  auto result = convolution::Convolve(open, path != "-", p, search);
+  if (!result.ok()) return cl.Fail(result.status());
+  const convolution::TraceSummary* msgs = &result->summary;
+  const convolution::PathGraph* graph = &result->graph;
 
   const std::string text = convolution::ResultText(*msgs, *graph);
   const bool json_to_stdout =
@@ -98,7 +134,11 @@ int Run(std::span<const std::string> args) {
   Inform(cl, std::to_string(graph->paths.size()) + " paths, " +
                  std::to_string(graph->correlations) + " correlations (" +
                  std::to_string(graph->sparse_correlations) + " direct, " +
-                 std::to_string(graph->fft_correlations) + " FFT)");
+                 std::to_string(graph->fft_correlations) + " FFT), " +
+                 std::to_string(graph->passes) +
+                 " pass(es) over the messages, at most " +
+                 std::to_string(graph->peak_buffered_messages) +
+                 " messages held");
   return kExitOk;
 }
 

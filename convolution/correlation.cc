@@ -103,17 +103,24 @@ uint64_t Correlator::CountPairs(const SparseSignal& a, const SparseSignal& b,
   return pairs;
 }
 
+void Correlator::AddDirect(const Bin& x, std::span<const Bin> b, size_t& lo,
+                           int64_t max_lag, std::vector<double>& out) {
+  while (lo < b.size() && b[lo].index < x.index - max_lag) ++lo;
+  for (size_t k = lo; k < b.size() && b[k].index <= x.index + max_lag; ++k) {
+    out[static_cast<size_t>(b[k].index - x.index + max_lag)] +=
+        x.value * b[k].value;
+  }
+}
+
 void Correlator::CorrelateSparse(const SparseSignal& a, const SparseSignal& b,
                                  int64_t max_lag,
                                  std::vector<double>& out) const {
   size_t lo = 0;
-  for (const Bin& x : a) {
-    while (lo < b.size() && b[lo].index < x.index - max_lag) ++lo;
-    for (size_t k = lo; k < b.size() && b[k].index <= x.index + max_lag; ++k) {
-      out[static_cast<size_t>(b[k].index - x.index + max_lag)] +=
-          x.value * b[k].value;
-    }
-  }
+  for (const Bin& x : a) AddDirect(x, b, lo, max_lag, out);
+}
+
+int64_t Correlator::BlockLength(int64_t max_lag) {
+  return static_cast<int64_t>(FftLengthFor(max_lag)) - 2 * max_lag;
 }
 
 // Overlap-save style blocks: a's bins are cut into blocks of L quanta
@@ -122,41 +129,58 @@ void Correlator::CorrelateSparse(const SparseSignal& a, const SparseSignal& b,
 // circular correlation r(e) = sum_t x(t) y(t+e), e = d + D in [0, 2D], never
 // wraps (t + e <= L-1+2D < N).  Blocks without any bin of a are skipped, so
 // cost follows the busy part of the trace, not its duration.
-void Correlator::CorrelateFft(const SparseSignal& a, const SparseSignal& b,
-                              int64_t max_lag, std::vector<double>& out) {
+void Correlator::AddFftBlock(int64_t s, std::span<const Bin> a_block,
+                             std::span<const Bin> b_block, int64_t max_lag,
+                             std::vector<double>& out) {
+  if (b_block.empty()) return;
   const size_t n = FftLengthFor(max_lag);
   const int64_t window = 2 * max_lag + 1;
-  const int64_t block = static_cast<int64_t>(n) - 2 * max_lag;
   Plan& p = PlanFor(n);
   const size_t nc = n / 2 + 1;
+  std::fill(p.real, p.real + n, 0.0);
+  for (const Bin& x : a_block) p.real[x.index - s] = x.value;
+  fftw_execute_dft_r2c(p.forward, p.real, p.x);
+  std::fill(p.real, p.real + n, 0.0);
+  for (const Bin& y : b_block) p.real[y.index - (s - max_lag)] = y.value;
+  fftw_execute_dft_r2c(p.forward, p.real, p.y);
+  auto* x = reinterpret_cast<std::complex<double>*>(p.x);
+  const auto* y = reinterpret_cast<const std::complex<double>*>(p.y);
+  for (size_t k = 0; k < nc; ++k) x[k] = std::conj(x[k]) * y[k];
+  fftw_execute_dft_c2r(p.backward, p.x, p.real);
+  const double scale = 1.0 / static_cast<double>(n);
+  for (int64_t e = 0; e < window; ++e)
+    out[static_cast<size_t>(e)] += p.real[e] * scale;
+}
+
+void Correlator::CorrelateFft(const SparseSignal& a, const SparseSignal& b,
+                              int64_t max_lag, std::vector<double>& out) {
+  const int64_t block = BlockLength(max_lag);
   size_t ai = 0, blo = 0;
   while (ai < a.size()) {
     // Block start aligned to the first pending bin of a.
     const int64_t s = a[ai].index;
-    std::fill(p.real, p.real + n, 0.0);
-    while (ai < a.size() && a[ai].index < s + block) {
-      p.real[a[ai].index - s] = a[ai].value;
-      ++ai;
-    }
-    fftw_execute_dft_r2c(p.forward, p.real, p.x);
-    std::fill(p.real, p.real + n, 0.0);
+    const size_t a_begin = ai;
+    while (ai < a.size() && a[ai].index < s + block) ++ai;
     while (blo < b.size() && b[blo].index < s - max_lag) ++blo;
-    bool any_b = false;
-    for (size_t k = blo; k < b.size() && b[k].index < s + block + max_lag;
-         ++k) {
-      p.real[b[k].index - (s - max_lag)] = b[k].value;
-      any_b = true;
-    }
-    if (!any_b) continue;
-    fftw_execute_dft_r2c(p.forward, p.real, p.y);
-    auto* x = reinterpret_cast<std::complex<double>*>(p.x);
-    const auto* y = reinterpret_cast<const std::complex<double>*>(p.y);
-    for (size_t k = 0; k < nc; ++k) x[k] = std::conj(x[k]) * y[k];
-    fftw_execute_dft_c2r(p.backward, p.x, p.real);
-    const double scale = 1.0 / static_cast<double>(n);
-    for (int64_t e = 0; e < window; ++e)
-      out[static_cast<size_t>(e)] += p.real[e] * scale;
+    size_t b_end = blo;
+    while (b_end < b.size() && b[b_end].index < s + block + max_lag) ++b_end;
+    AddFftBlock(s, std::span<const Bin>(a).subspan(a_begin, ai - a_begin),
+                std::span<const Bin>(b).subspan(blo, b_end - blo), max_lag,
+                out);
   }
+}
+
+CorrelationMethod Correlator::ChooseMethod(uint64_t pairs, uint64_t blocks,
+                                           int64_t max_lag) {
+  // Estimated cost: one multiply-add per bin pair for the direct method;
+  // for the blocks, three transforms of length N per busy block of a, at
+  // ~N log2 N butterflies each.
+  const size_t n = FftLengthFor(max_lag);
+  const double log_n = std::log2(static_cast<double>(n));
+  const double fft_cost =
+      static_cast<double>(blocks) * 3.0 * static_cast<double>(n) * log_n;
+  return static_cast<double>(pairs) <= fft_cost ? CorrelationMethod::kSparse
+                                                : CorrelationMethod::kFft;
 }
 
 std::vector<double> Correlator::Correlate(const SparseSignal& a,
@@ -167,12 +191,8 @@ std::vector<double> Correlator::Correlate(const SparseSignal& a,
   std::vector<double> out(static_cast<size_t>(2 * max_lag + 1), 0.0);
   if (a.empty() || b.empty()) return out;
   if (method == CorrelationMethod::kAuto) {
-    // Estimated cost: one multiply-add per bin pair for the direct method;
-    // for the blocks, three transforms of length N per busy block of a, at
-    // ~N log2 N butterflies each (upper bound: every bin in its own block).
     const uint64_t pairs = CountPairs(a, b, max_lag);
-    const size_t n = FftLengthFor(max_lag);
-    const int64_t block = static_cast<int64_t>(n) - 2 * max_lag;
+    const int64_t block = BlockLength(max_lag);
     uint64_t blocks = 0;
     int64_t end = 0;
     for (const Bin& x : a) {
@@ -181,11 +201,7 @@ std::vector<double> Correlator::Correlate(const SparseSignal& a,
         end = x.index + block;
       }
     }
-    const double log_n = std::log2(static_cast<double>(n));
-    const double fft_cost =
-        static_cast<double>(blocks) * 3.0 * static_cast<double>(n) * log_n;
-    method = static_cast<double>(pairs) <= fft_cost ? CorrelationMethod::kSparse
-                                                    : CorrelationMethod::kFft;
+    method = ChooseMethod(pairs, blocks, max_lag);
   }
   last_method_ = method;
   if (method == CorrelationMethod::kSparse) {

@@ -65,6 +65,33 @@ class Correlator {
   static uint64_t CountPairs(const SparseSignal& a, const SparseSignal& b,
                              int64_t max_lag);
 
+  // The pieces Correlate is made of, for a caller that sees the signals a
+  // stretch of time at a time (the streaming search of path_graph.h).
+  // Correlate is built from the same pieces, so feeding them the same bins
+  // in the same order gives the same sums, bit for bit.
+  //
+  // kAuto's choice from the two cost figures: `pairs` as CountPairs counts
+  // them, `blocks` the overlap-save blocks a's bins fall into (see
+  // CorrelateFft: a block starts at the first bin not yet covered and spans
+  // BlockLength quanta).
+  static CorrelationMethod ChooseMethod(uint64_t pairs, uint64_t blocks,
+                                        int64_t max_lag);
+  // Quanta of a covered by one overlap-save block.
+  static int64_t BlockLength(int64_t max_lag);
+  // The direct method for one bin x of a: out[e - x.index + max_lag] +=
+  // x.value * b[e] for the bins of b within max_lag of x.  `lo` is a cursor
+  // into b, advanced past the bins below x.index - max_lag (so callers feed
+  // a's bins in increasing order).  Each bin of b lands in its own entry of
+  // out, so the order of b's bins does not change the sums.
+  static void AddDirect(const Bin& x, std::span<const Bin> b, size_t& lo,
+                        int64_t max_lag, std::vector<double>& out);
+  // One overlap-save block starting at bin s: a_block holds a's bins in
+  // [s, s + BlockLength), b_block b's bins in [s - max_lag,
+  // s + BlockLength + max_lag).  Adds nothing when b_block is empty.
+  void AddFftBlock(int64_t s, std::span<const Bin> a_block,
+                   std::span<const Bin> b_block, int64_t max_lag,
+                   std::vector<double>& out);
+
  private:
   struct Plan;
   Plan& PlanFor(size_t n);

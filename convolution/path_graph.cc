@@ -2,48 +2,78 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "convolution/search_steps.h"
+
 namespace bbprof::convolution {
 
-Result<MessageSet> LoadMessages(trace::TraceReader& reader) {
-  MessageSet m;
-  trace::Record rec;
-  while (reader.Next(rec)) {
-    const size_t need = std::max(rec.sender, rec.receiver) + size_t{1};
-    if (m.by_sender.size() < need) {
-      m.by_sender.resize(need);
-      m.receives.resize(need, false);
-      m.receives_calls.resize(need, false);
-      m.sends_calls.resize(need, false);
-    }
-    if (rec.kind == trace::Kind::kCall) {
-      m.receives_calls[rec.receiver] = true;
-      m.sends_calls[rec.sender] = true;
-    }
-    // Section 5.3.1: calls and returns are just messages to this algorithm.
-    m.by_sender[rec.sender].ts.push_back(rec.ts_ns);
-    m.by_sender[rec.sender].to.push_back(rec.receiver);
-    m.receives[rec.receiver] = true;
-    if (m.messages == 0) m.first_ns = rec.ts_ns;
-    m.last_ns = rec.ts_ns;
-    ++m.messages;
+void TraceSummary::Add(const trace::Record& rec) {
+  const size_t need = std::max(rec.sender, rec.receiver) + size_t{1};
+  if (sent.size() < need) {
+    sent.resize(need, 0);
+    sent_to.resize(need);
+    receives.resize(need, false);
+    receives_calls.resize(need, false);
+    sends_calls.resize(need, false);
   }
+  if (rec.kind == trace::Kind::kCall) {
+    receives_calls[rec.receiver] = true;
+    sends_calls[rec.sender] = true;
+  }
+  // Section 5.3.1: calls and returns are just messages to this algorithm.
+  ++sent[rec.sender];
+  ++sent_to[rec.sender][rec.receiver];
+  receives[rec.receiver] = true;
+  if (messages == 0) first_ns = rec.ts_ns;
+  last_ns = rec.ts_ns;
+  ++messages;
+}
+
+Status TraceSummary::Finish(trace::TraceReader& reader) {
   if (!reader.status().ok()) return reader.status();
-  if (m.messages == 0) {
+  if (messages == 0) {
     return Status::Error(reader.path() + ": the trace holds no messages");
   }
+  names.clear();
   for (size_t i = 0; i < reader.nodes().size(); ++i) {
-    m.names.emplace_back(reader.nodes().Name(static_cast<trace::NodeId>(i)));
+    names.emplace_back(reader.nodes().Name(static_cast<trace::NodeId>(i)));
   }
+  sent.resize(names.size(), 0);
+  sent_to.resize(names.size());
+  receives.resize(names.size(), false);
+  receives_calls.resize(names.size(), false);
+  sends_calls.resize(names.size(), false);
+  return Status::Ok();
+}
+
+Result<MessageSet> LoadMessagesUpTo(trace::TraceReader& reader,
+                                    uint64_t max_messages, bool* complete) {
+  MessageSet m;
+  *complete = true;
+  trace::Record rec;
+  while (reader.Next(rec)) {
+    if (m.messages == max_messages) {
+      *complete = false;
+      return m;
+    }
+    m.Add(rec);
+    if (m.by_sender.size() < m.sent.size()) m.by_sender.resize(m.sent.size());
+    m.by_sender[rec.sender].ts.push_back(rec.ts_ns);
+    m.by_sender[rec.sender].to.push_back(rec.receiver);
+  }
+  if (Status s = m.Finish(reader); !s.ok()) return s;
   m.by_sender.resize(m.names.size());
-  m.receives.resize(m.names.size(), false);
-  m.receives_calls.resize(m.names.size(), false);
-  m.sends_calls.resize(m.names.size(), false);
   return m;
+}
+
+Result<MessageSet> LoadMessages(trace::TraceReader& reader) {
+  bool complete = true;
+  return LoadMessagesUpTo(reader, UINT64_MAX, &complete);
 }
 
 Status ResolveParams(Params& p) {
@@ -74,13 +104,8 @@ namespace {
 
 class Search {
  public:
-  Search(const MessageSet& m, const Params& p) : m_(m), p_(p) {
-    lag_ = (p.max_delay_ns + p.quantum_ns - 1) / p.quantum_ns;
-    dest_count_.resize(m.names.size());
-    for (size_t j = 0; j < m.names.size(); ++j) {
-      for (trace::NodeId to : m.by_sender[j].to) ++dest_count_[j][to];
-    }
-  }
+  Search(const MessageSet& m, const Params& p)
+      : m_(m), p_(p), lag_(internal::LagQuanta(p)) {}
 
   void Root(trace::NodeId i) {
     graph_.roots.push_back(m_.names[i]);
@@ -98,7 +123,7 @@ class Search {
       std::vector<std::pair<trace::NodeId, trace::NodeId>> on_path{{i, j}};
       std::vector<int> path{xi, xj};
       std::vector<double> delays{0.0};
-      Process(j, xj, v, on_path, path, delays, v.size());
+      Process(j, v, on_path, path, delays, v.size());
     }
   }
 
@@ -129,68 +154,40 @@ class Search {
   }
 
   // Figure 6, ProcessNode(j, x_j, V): V are the (sorted) timestamps of the
-  // messages into j on this path.
-  void Process(trace::NodeId j, int xj, const std::vector<trace::TimeNs>& v,
+  // messages into j on this path; x_j is path.back().
+  void Process(trace::NodeId j, const std::vector<trace::TimeNs>& v,
                std::vector<std::pair<trace::NodeId, trace::NodeId>>& on_path,
                std::vector<int>& path, std::vector<double>& delays,
                uint64_t last_count) {
+    const int xj = path.back();
     const auto& z = m_.by_sender[j];
     bool extended = false;
     if (!z.empty() && static_cast<int>(path.size()) - 1 < p_.max_depth) {
-      std::vector<double> c;
-      {  // V's signal is needed only for the correlation
+      std::vector<Spike> spikes;
+      {  // V's signal and the lag array are needed only for the spikes
         const SparseSignal s1 = MakeSignal(v, p_.quantum_ns);
-        c = corr_.Correlate(s1, OutSignal(j), lag_);
+        const std::vector<double> c = corr_.Correlate(s1, OutSignal(j), lag_);
+        spikes = internal::CausalSpikes(c, lag_, p_.spikes);
       }
       ++graph_.correlations;
-      std::vector<Spike> spikes = FindSpikes(c, p_.spikes);
-      // Section 5.2.3: no negative delays.
-      std::erase_if(spikes, [&](const Spike& s) { return s.position < lag_; });
       // Strongest spikes claim their messages first, so one message is
       // caused at most once.
-      std::stable_sort(
-          spikes.begin(), spikes.end(),
-          [](const Spike& a, const Spike& b) { return a.value > b.value; });
-      std::vector<int> claimed(z.size(), -1);
-      std::vector<trace::TimeNs> diff(z.size(), 0);
-      for (size_t s = 0; s < spikes.size(); ++s) {
-        const trace::TimeNs d = (spikes[s].position - lag_) * p_.quantum_ns;
-        // Section 5.2.2: z is caused if some v + d lies within the tolerance.
-        size_t vi = 0;
-        for (size_t k = 0; k < z.size(); ++k) {
-          if (claimed[k] >= 0) continue;
-          const trace::TimeNs t = z.ts[k];
-          while (vi < v.size() && v[vi] + d < t - p_.tolerance_ns) ++vi;
-          // The nearest candidate is vi or vi+1 (both within tolerance).
-          size_t best = v.size();
-          for (size_t q = vi; q < v.size() && v[q] + d <= t + p_.tolerance_ns;
-               ++q) {
-            if (best == v.size() ||
-                std::llabs(t - v[q] - d) < std::llabs(t - v[best] - d))
-              best = q;
-            if (v[q] + d > t) break;
-          }
-          if (best == v.size()) continue;
-          // Causes precede effects even within the tolerance.
-          if (t < v[best]) continue;
-          claimed[k] = static_cast<int>(s);
-          diff[k] = t - v[best];
-        }
-      }
+      std::vector<int> claimed;
+      std::vector<trace::TimeNs> diff;
+      internal::ClaimCaused(
+          z.ts, v, internal::SpikeDelaysNs(spikes, lag_, p_.quantum_ns),
+          p_.tolerance_ns, claimed, diff);
       // Group by destination, then by spike.
       struct Group {
         std::vector<trace::TimeNs> w;
-        std::map<int, std::pair<uint64_t, double>>
-            per_spike;  // count, sum diff
+        internal::CausedGroup caused;
       };
       std::map<trace::NodeId, Group> groups;
       for (size_t k = 0; k < z.size(); ++k) {
         if (claimed[k] < 0) continue;
         Group& g = groups[z.to[k]];
         g.w.push_back(z.ts[k]);
-        auto& ps = g.per_spike[claimed[k]];
-        ++ps.first;
-        ps.second += static_cast<double>(diff[k]);  // ns, exact up to 2^53
+        g.caused.Add(claimed[k], diff[k]);
       }
       // The search goes depth first: free this level's per-message arrays
       // before descending, so that the memory held along a path is the
@@ -199,61 +196,29 @@ class Search {
       std::vector<int>().swap(claimed);
       std::vector<trace::TimeNs>().swap(diff);
       for (auto& [k, g] : groups) {
-        if (g.w.size() < p_.min_count) {
+        if (g.w.size() < p_.min_count ||
+            !internal::AboveChance(g.caused, m_.sent_to[j].at(k), v.size(),
+                                   m_.last_ns - m_.first_ns, p_)) {
           ++graph_.suppressed_rare;
           continue;
         }
-        // Section 5.2.3, noise and accidentally short paths: in busy traffic
-        // some messages j->k fall within the tolerance of a spike by chance.
-        // With n_k messages j->k spread over the trace, each incoming message
-        // matches a window of 2v + mu per spike; keep the set
-        // only when it stands N Poisson deviations above that chance count.
-        const double duration = static_cast<double>(
-            std::max<trace::TimeNs>(m_.last_ns - m_.first_ns, p_.quantum_ns));
-        const double window =
-            static_cast<double>(2 * p_.tolerance_ns + p_.quantum_ns) *
-            static_cast<double>(g.per_spike.size());
-        // A given j->k message is hit by at least one of the |V| windows
-        // with probability 1 - exp(-|V| window / T).
-        const double chance =
-            static_cast<double>(dest_count_[j][k]) *
-            -std::expm1(-static_cast<double>(v.size()) * window / duration);
-        if (static_cast<double>(g.w.size()) <
-            chance + p_.spikes.spike_sigma * std::sqrt(chance)) {
-          ++graph_.suppressed_rare;
-          continue;
-        }
-        // Section 5.2.3: suppress cycles -- an edge already on this path
-        // would just replay the path again (A->B->A is allowed once, as the
-        // paper's derived RPC paths of section 5.3.1 are real causality).
-        if (std::find(on_path.begin(), on_path.end(), std::make_pair(j, k)) !=
-            on_path.end()) {
+        if (internal::OnPath(on_path, j, k)) {
           ++graph_.suppressed_cycles;
           continue;
         }
-        std::vector<DelaySpike> ds;
-        for (auto& [s, cnt] : g.per_spike) {
-          (void)s;
-          ds.push_back(
-              {cnt.second / static_cast<double>(cnt.first) / 1e9, cnt.first});
-        }
-        std::stable_sort(ds.begin(), ds.end(),
-                         [](const DelaySpike& a, const DelaySpike& b) {
-                           return a.count > b.count;
-                         });
+        std::vector<DelaySpike> ds = internal::EdgeDelays(g.caused);
         const int xk = AddVertex(k);
         graph_.edges.push_back({xj, xk, g.w.size(), ds});
         on_path.emplace_back(j, k);
         path.push_back(xk);
         delays.push_back(ds.front().delay_s);
         extended = true;
-        Process(k, xk, g.w, on_path, path, delays, g.w.size());
+        Process(k, g.w, on_path, path, delays, g.w.size());
         delays.pop_back();
         path.pop_back();
         on_path.pop_back();
       }
     }
-    (void)xj;
     if (!extended) EmitPath(path, delays, last_count);
   }
 
@@ -261,7 +226,6 @@ class Search {
   const Params& p_;
   int64_t lag_;
   Correlator corr_;
-  std::vector<std::map<trace::NodeId, uint64_t>> dest_count_;
   PathGraph graph_;
 
  public:
@@ -271,48 +235,19 @@ class Search {
 }  // namespace
 
 Result<PathGraph> FindPaths(const MessageSet& msgs, const Params& params) {
-  std::vector<trace::NodeId> roots;
-  if (params.roots.empty()) {
-    for (trace::NodeId n = 0; n < msgs.names.size(); ++n) {
-      if (!msgs.receives[n] && !msgs.by_sender[n].empty()) roots.push_back(n);
-    }
-    // In RPC traffic every node receives something (a client gets its
-    // returns), but causality starts where calls start: at the nodes that
-    // make calls and are never called (section 5.3.1 treats calls and
-    // returns as plain messages; this only chooses where to look from).
-    if (roots.empty()) {
-      for (trace::NodeId n = 0; n < msgs.names.size(); ++n) {
-        if (msgs.sends_calls[n] && !msgs.receives_calls[n]) roots.push_back(n);
-      }
-    }
-    if (roots.empty()) {
-      for (trace::NodeId n = 0; n < msgs.names.size(); ++n) {
-        if (!msgs.by_sender[n].empty()) roots.push_back(n);
-      }
-    }
-  } else {
-    for (const std::string& name : params.roots) {
-      auto it = std::find(msgs.names.begin(), msgs.names.end(), name);
-      if (it == msgs.names.end()) {
-        return Status::Error("--root " + name + ": no such node in the trace");
-      }
-      const auto n = static_cast<trace::NodeId>(it - msgs.names.begin());
-      if (msgs.by_sender[n].empty()) {
-        return Status::Error("--root " + name + ": the node sends no messages");
-      }
-      if (std::find(roots.begin(), roots.end(), n) == roots.end())
-        roots.push_back(n);
-    }
-  }
+  auto roots = internal::ChooseRoots(msgs, params);
+  if (!roots.ok()) return roots.status();
   Search search(msgs, params);
-  for (trace::NodeId r : roots) search.Root(r);
+  for (trace::NodeId r : *roots) search.Root(r);
   PathGraph g = search.Take();
   g.sparse_correlations = search.corr().sparse_calls();
   g.fft_correlations = search.corr().fft_calls();
+  g.passes = 1;
+  g.peak_buffered_messages = msgs.messages;
   return g;
 }
 
-std::string ResultJson(const MessageSet& msgs, const Params& params,
+std::string ResultJson(const TraceSummary& msgs, const Params& params,
                        const PathGraph& graph, const std::string& input_path) {
   using nlohmann::ordered_json;
   ordered_json j;
@@ -353,7 +288,7 @@ std::string ResultJson(const MessageSet& msgs, const Params& params,
   return j.dump(2) + "\n";
 }
 
-std::string ResultText(const MessageSet& msgs, const PathGraph& graph) {
+std::string ResultText(const TraceSummary& msgs, const PathGraph& graph) {
   std::ostringstream o;
   o << msgs.messages << " messages, " << graph.paths.size() << " paths from "
     << graph.roots.size() << " root(s)\n";

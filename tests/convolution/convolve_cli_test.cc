@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -60,6 +61,74 @@ TEST(ConvolveCli, ExitCodesAndJson) {
   EXPECT_EQ(RunBbprof("convolve " + trace + " --root Z"), 1);
   EXPECT_EQ(RunBbprof("convolve"), 2);
   EXPECT_EQ(RunBbprof("convolve --quiet " + trace + " --root A"), 0);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream o;
+  o << in.rdbuf();
+  return o.str();
+}
+
+// --search stream reads the file once per step and must write the very
+// document --search memory writes, from a file or from standard input
+// (spooled: it cannot be read twice).
+TEST(ConvolveCli, SearchModesWriteTheSameJson) {
+  bbprof::testing::TempDir dir;
+  std::ostringstream t;
+  t << "#bbprof-trace 1\n";
+  unsigned s = 777;
+  long long us = 1000000;
+  for (int i = 0; i < 2000; ++i) {
+    s = s * 1103515245u + 12345u;
+    us += 10000 + (s >> 16) % 40000;  // after the previous app->db
+    auto ts = [](long long x) {
+      std::ostringstream o;
+      o << x / 1000000 << "." << std::setw(6) << std::setfill('0')
+        << x % 1000000;
+      return o.str();
+    };
+    t << ts(us) << "\tMSG\tlb\tweb\t-\n";
+    t << ts(us + 2000) << "\tMSG\tweb\tapp\t-\n";
+    t << ts(us + 2000 + (s >> 20) % 2 * 5000 + 1000) << "\tMSG\tapp\tdb\t-\n";
+  }
+  std::string text = t.str();
+  const std::string trace = dir.Write("three.trace", text);
+  const std::string mem = dir.File("mem.json"), str = dir.File("str.json"),
+                    aut = dir.File("auto.json"), in = dir.File("stdin.json");
+  const std::string flags = " --quantum 0.0005 --max-delay 0.05 --json ";
+  ASSERT_EQ(RunBbprof("convolve " + trace + " --search memory" + flags + mem), 0);
+  ASSERT_EQ(RunBbprof("convolve " + trace + " --search stream" + flags + str), 0);
+  ASSERT_EQ(RunBbprof("convolve " + trace + flags + aut), 0);
+  // Standard input streams through a spool: one read, six passes.
+  const std::string log = dir.File("stdin.log");
+  const std::string piped = std::string(BBPROF_BINARY) +
+                            " convolve - --search stream" + flags + in +
+                            " < " + trace + " 2> " + log;
+  ASSERT_EQ(std::system(piped.c_str()), 0);
+  EXPECT_NE(Slurp(log).find(" 6 pass(es) over the messages"), std::string::npos)
+      << Slurp(log);
+  EXPECT_EQ(Slurp(str), Slurp(mem));
+  EXPECT_EQ(Slurp(aut), Slurp(mem));
+  auto jm = nlohmann::json::parse(Slurp(mem));
+  auto ji = nlohmann::json::parse(Slurp(in));
+  EXPECT_EQ(ji["paths"], jm["paths"]);
+  EXPECT_EQ(ji["edges"], jm["edges"]);
+  ASSERT_EQ(jm["paths"].size(), 1u);
+  EXPECT_EQ(jm["paths"][0]["nodes"],
+            nlohmann::json::array({"lb", "web", "app", "db"}));
+
+  EXPECT_EQ(RunBbprof("convolve " + trace + " --search bogus"), 2);
+  // A bad line past the first window: the streaming search's first read
+  // stops there and names it.
+  text += "999.0\tMSGX\ta\tb\t-\n";
+  const std::string bad = dir.Write("bad.trace", text);
+  const std::string err = dir.File("err.txt");
+  const std::string cmd = std::string(BBPROF_BINARY) + " convolve " + bad +
+                          " --search stream > /dev/null 2> " + err;
+  const int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1);
+  EXPECT_NE(Slurp(err).find("bad.trace:6002"), std::string::npos) << Slurp(err);
 }
 
 }  // namespace
