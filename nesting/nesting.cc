@@ -523,7 +523,8 @@ class Engine {
   // (the default) cut instance false negatives on the maketrace samples
   // (multitier-normal 3.4% -> 2.2%, Children-parallel 9.4% -> 6.0%,
   // Children-d/cc 9.8% -> 6.6%, added-delay 3.9% -> 2.9%) for about 5% more
-  // time; `--refine-passes 0` is the paper's rule.
+  // time; `--refine-passes 0` is the paper's rule. Then come the timeline
+  // passes (see "Timeline scoring" below; `--timeline-passes 0` is off).
   void FindNestedPairs() {
     for (uint32_t child = 0; child < pairs_.size(); ++child) {
       Pair& c = pairs_[child];
