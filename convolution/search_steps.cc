@@ -83,54 +83,75 @@ std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
   std::vector<std::pair<int64_t, int64_t>> taken;
   for (const Spike& s : spikes) {
     const int64_t pos = s.position;
-    bool inside = false;
-    for (const auto& [a, b] : taken) inside = inside || (a <= pos && pos <= b);
-    if (inside) continue;  // a bump of a stronger spike's spread delay
-    const double excess = c[static_cast<size_t>(pos)] - mean;
-    const double half = mean + excess / 2, quarter = mean + excess / 4;
-    // The half-height run at delays >= 0, outside stronger spikes' windows
-    // and never above this spike's peak (that would be another bump).  On a
-    // flank already two points wide, one point between a quarter and half
-    // the height is noise; two, one lower, or a dip right next to the peak
-    // end it (distinct delays a quantum or two apart look like that).
     auto taken_at = [&](int64_t i) {
-      for (const auto& [a, b] : taken)
-        if (a <= i && i <= b) return true;
+      for (const auto& [ta, tb] : taken)
+        if (ta <= i && i <= tb) return true;
       return false;
     };
-    auto edge = [&](int64_t step) {
-      int64_t last = pos;
-      for (int64_t i = pos + step; i >= lag && i < n && !taken_at(i);
-           i += step) {
-        const double x = c[static_cast<size_t>(i)];
-        if (x > c[static_cast<size_t>(pos)]) break;
-        if (x >= half) {
-          last = i;
-          continue;
+    if (taken_at(pos)) continue;  // a bump of a stronger spike's spread delay
+    // The run of points at or above half the height `top` (over the mean)
+    // around `from`, at delays >= 0, outside stronger spikes' windows and
+    // never above the spike's peak (that would be another bump).  On a flank
+    // already two points wide, one point between a quarter and half the
+    // height is noise; two, one lower, or a dip right next to `from` end it
+    // (distinct delays a quantum or two apart look like that).
+    const double peak = c[static_cast<size_t>(pos)];
+    auto run = [&](int64_t from, double top) {
+      const double half = mean + (top - mean) / 2;
+      const double quarter = mean + (top - mean) / 4;
+      auto edge = [&](int64_t step) {
+        int64_t last = from;
+        for (int64_t i = from + step; i >= lag && i < n && !taken_at(i);
+             i += step) {
+          const double x = c[static_cast<size_t>(i)];
+          if (x > peak) break;
+          if (x >= half) {
+            last = i;
+            continue;
+          }
+          if (x < quarter || i != last + step || last == from) break;
         }
-        if (x < quarter || i != last + step || last == pos) break;
-      }
-      return last;
+        return last;
+      };
+      return std::make_pair(edge(-1), edge(+1));
     };
-    const int64_t ha = edge(-1), hb = edge(+1);
-    const int64_t width = hb - ha + 1;
+    auto [ha, hb] = run(pos, peak);
     int64_t a = pos, b = pos;
     trace::TimeNs delay = (pos - lag) * mu;
-    if (width > 2) {
-      // +-1.18 sd at half height; widen to about +-2.5 sd.
-      const int64_t e = (width * 56 + 99) / 100;
-      // Centred on the excess's centroid over that range, not on the run,
-      // which a noisy point next to the peak may have cut on one side.
+    if (hb - ha + 1 > 2) {
+      // A spread delay.  Its largest point is noise on top of the bump (the
+      // paper's representative, right for detection, too high a height
+      // for a width): measure the run again from the run's middle at the
+      // height of the three points there.
+      const int64_t m = (ha + hb) / 2;
+      double sum3 = 0;
+      int k = 0;
+      for (int64_t i = std::max<int64_t>(m - 1, 0); i <= std::min(m + 1, n - 1);
+           ++i, ++k)
+        sum3 += c[static_cast<size_t>(i)];
+      if (!taken_at(m)) {
+        const auto [ra, rb] = run(m, sum3 / k);
+        if (rb - ra > hb - ha) {
+          ha = ra;
+          hb = rb;
+        }
+      }
+      // The half-height run of w points spans +-1.18 sd of a Gaussian
+      // (w = 2.355 sd); the window reaches +-2.5 sd = 1.06 w either side.
+      const int64_t w = hb - ha + 1;
+      const int64_t half_w = (w * 106 + 99) / 100;
+      // Centred on the excess's centroid over that range rather than on
+      // the run, which a noisy point may have cut short on one side.
       double m0 = 0, m1 = 0;
-      for (int64_t i = std::max(ha - e, lag); i <= std::min(hb + e, n - 1);
-           ++i) {
+      for (int64_t i = std::max(m - half_w, lag);
+           i <= std::min(m + half_w, n - 1); ++i) {
         if (taken_at(i)) continue;
         const double x = std::max(0.0, c[static_cast<size_t>(i)] - mean);
         m0 += x;
         m1 += x * static_cast<double>(i);
       }
-      const auto mid = static_cast<int64_t>(std::llround(m1 / m0));
-      const int64_t half_w = (hb - ha + 1) / 2 + e;
+      const int64_t mid =
+          m0 > 0 ? static_cast<int64_t>(std::llround(m1 / m0)) : m;
       a = std::min(mid - half_w, pos);
       b = std::max(mid + half_w, pos);
       delay = (mid - lag) * mu;

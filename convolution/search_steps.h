@@ -49,19 +49,21 @@ struct MatchWindow {
 // (section 5.2.2: "when the variance is significant ... increasing v to
 // allow delay variations of that magnitude"; here v is chosen per spike).
 // The extent is the run of points around the peak at or above half its
-// height over the mean of c, a single point below that level not ending it
-// (noise), two consecutive ones doing so.  A spike at most two quanta wide is
-// as sharp as quantization makes any fixed delay, and keeps one quantum
-// either side (the paper's default, so sharp spikes match exactly as with
-// --tolerance of one quantum).  A wider one is a spread delay: its half-height
-// run of width w quanta covers about +-1.18 sd of a Gaussian, so it is
-// widened by ceil(0.56 w) quanta on each side (to about +-2.5 sd) and
-// centred on the run's middle rather than on the noisy peak.  No window
-// reaches negative delays (5.2.3) or past the lag window; windows do not
-// overlap: a weaker spike whose peak lies in a stronger spike's window is
-// part of that spread delay and is dropped, and otherwise its window is cut
-// at the stronger one's edge (messages on the shared boundary quantum go to
-// the stronger spike, ClaimCaused's claim order).
+// height over the mean of c; on a flank already two points wide one point
+// down to a quarter of the height is noise, two end it.  A spike at most
+// two quanta wide is as sharp as quantization makes any fixed delay and
+// keeps one quantum either side (the paper's default: sharp spikes match
+// exactly as with --tolerance of one quantum).  A wider one is a spread
+// delay: its peak is noise on top of a bump, so the run is measured again
+// from its middle at the height of the three points there; a half-height
+// run of w points spans +-1.18 sd of a Gaussian, and the window reaches
+// 1.06 w (+-2.5 sd) either side of the excess's centroid, which is also
+// the window's delay.  No window reaches negative delays (5.2.3) or past
+// the lag window, and windows do not overlap: a weaker spike whose peak
+// lies in a stronger spike's window is part of that spread delay and is
+// dropped; otherwise its run stops at, and its window is cut at, the
+// stronger one's edge (messages in the boundary quantum both windows touch
+// go to the stronger spike: ClaimCaused's claim order).
 std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
                                       std::span<const Spike> spikes,
                                       const Params& p);
