@@ -50,7 +50,8 @@ int Run(std::span<const std::string> args) {
       "valley-sigma", po::value<double>()->default_value(3.0),
       "S: spikes are separated by a point below S standard deviations")(
       "tolerance", po::value<std::string>(),
-      "v: a message matches a delay within +-v seconds (default: one quantum)")(
+      "v: a message matches a delay within +-v seconds (default: each "
+      "spike's own spread, one quantum for a sharp spike)")(
       "min-count", po::value<uint64_t>()->default_value(5),
       "drop path edges carrying fewer messages")(
       "max-depth", po::value<int>()->default_value(10),
