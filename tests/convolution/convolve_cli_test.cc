@@ -139,7 +139,7 @@ TEST(ConvolveCli, SearchModesWriteTheSameJson) {
 // carrying at least 90% of their instances (698 and 731 through relay 21
 // from MX 10 and 11, 726 through 38), not the fifth of them one quantum's
 // tolerance matched.  Through 21 they carry up to a third more: a window of
-// +-1.2 s at 0.1 instances/s from each MX also catches some of the other
+// +-1.3 s or more at 0.1 instances/s from each MX also catches some of the other
 // MX's instances (one message of 21 is claimed by both vertices 10->21 and
 // 11->21, which the paper's per-vertex FindCausedMessages does not forbid).
 TEST(ConvolveCli, EmailRelaySpreadDelays) {
