@@ -142,16 +142,17 @@ std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
       const int64_t half_w = (w * 106 + 99) / 100;
       // Centred on the excess's centroid over that range rather than on
       // the run, which a noisy point may have cut short on one side.
+      const int64_t mc = (ha + hb) / 2;
       double m0 = 0, m1 = 0;
-      for (int64_t i = std::max(m - half_w, lag);
-           i <= std::min(m + half_w, n - 1); ++i) {
+      for (int64_t i = std::max(mc - half_w, lag);
+           i <= std::min(mc + half_w, n - 1); ++i) {
         if (taken_at(i)) continue;
         const double x = std::max(0.0, c[static_cast<size_t>(i)] - mean);
         m0 += x;
         m1 += x * static_cast<double>(i);
       }
       const int64_t mid =
-          m0 > 0 ? static_cast<int64_t>(std::llround(m1 / m0)) : m;
+          m0 > 0 ? static_cast<int64_t>(std::llround(m1 / m0)) : mc;
       a = std::min(mid - half_w, pos);
       b = std::max(mid + half_w, pos);
       delay = (mid - lag) * mu;
