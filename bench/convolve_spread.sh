@@ -1,7 +1,7 @@
 #!/bin/sh
 # Spread delays (section 5.2.2, docs/convolution.md "How v is chosen"): each
-# trace searched with the paper's fixed v of one quantum (--tolerance MU) and
-# with the default per-spike windows, one run after the other, printing the
+# trace searched with the paper's fixed v of one quantum (the default) and
+# with per-spike windows (--tolerance auto), one run after the other, printing the
 # time, peak RSS and every path with its hop delays and count, and the
 # instances the email-relay paths should carry (from the trace itself).
 # Needs a release build:
@@ -25,7 +25,7 @@ run() {
   name=$1 input=$2 mu=$3
   shift 3
   for mode in fixed spread; do
-    tol=""
+    tol="--tolerance auto"
     [ "$mode" = fixed ] && tol="--tolerance $mu"
     # shellcheck disable=SC2086
     /usr/bin/time -v "$bin" convolve "$input" --quantum "$mu" "$@" $tol \

@@ -86,8 +86,9 @@ Status ResolveParams(Params& p) {
                          " quanta; at most " + std::to_string(kMaxLagQuanta) +
                          " are allowed (raise --quantum or lower --max-delay)");
   }
-  // A negative tolerance stays: each spike's window is then its own spread
-  // (section 5.2.2, internal::MatchWindows).
+  // With spread windows each spike's window is its own spread (section
+  // 5.2.2, internal::MatchWindows) and no fixed v is used.
+  if (!p.spread_windows && p.tolerance_ns < 0) p.tolerance_ns = p.quantum_ns;
   if (!(p.spikes.spike_sigma > 0) || !std::isfinite(p.spikes.spike_sigma)) {
     return Status::Error("--spike-sigma must be a positive number");
   }
@@ -251,7 +252,7 @@ Result<PathGraph> FindPaths(const MessageSet& msgs, const Params& params) {
 }
 
 trace::TimeNs UsedTolerance(const Params& params, const PathGraph& graph) {
-  if (params.tolerance_ns >= 0) return params.tolerance_ns;
+  if (!params.spread_windows) return params.tolerance_ns;
   // Spread-aware windows: the widest used, at least the one quantum every
   // window spans either side of its delay.
   return std::max(params.quantum_ns, graph.widest_tolerance_ns);

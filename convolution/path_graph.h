@@ -74,10 +74,14 @@ struct Params {
   trace::TimeNs quantum_ns = 1'000'000;  // mu
   trace::TimeNs max_delay_ns = 0;        // 0: 1000 quanta
   // v of section 5.2.2: a message matches a spike at delay d within
-  // [d - v, d + v].  < 0 (the default): each spike's window is its own
-  // spread, measured on the correlation (search_steps.h, MatchWindows); a
-  // sharp spike's is d +- one quantum.
+  // [d - v, d + v]; < 0 (the default): one quantum.
   trace::TimeNs tolerance_ns = -1;
+  // Section 5.2.2 per spike (`--tolerance auto`): each spike's window is its
+  // own spread, measured on the correlation (search_steps.h, MatchWindows;
+  // a sharp spike's is d +- one quantum), and tolerance_ns is not used. Off
+  // by default: at fine quanta on busy RPC traffic the wider windows let
+  // concurrent paths leak into each other (docs/convolution.md).
+  bool spread_windows = false;
   SpikeParams spikes;
   uint64_t min_count = 5;          // drop edges with fewer messages
   int max_depth = 10;              // hops from the root
@@ -90,9 +94,8 @@ struct Params {
 // (a few arrays of 2*D+1 doubles and FFTs of ~4D).
 constexpr int64_t kMaxLagQuanta = int64_t{1} << 24;
 
-// Checks params against each other; fills the default max_delay_ns in
-// place (a negative tolerance_ns stays: spread-aware windows).  Errors are
-// usage errors.
+// Checks params against each other; fills the defaults (max_delay_ns, and
+// tolerance_ns unless spread_windows) in place.  Errors are usage errors.
 Status ResolveParams(Params& p);
 
 struct DelaySpike {
@@ -130,7 +133,7 @@ struct PathGraph {
   // streaming search's window).
   uint64_t passes = 0, peak_buffered_messages = 0;
   // The widest half-window any spike matched within (ns): with spread-aware
-  // windows (Params::tolerance_ns < 0), what the result records as v.
+  // windows (Params::spread_windows), what the result records as v.
   trace::TimeNs widest_tolerance_ns = 0;
 };
 

@@ -66,7 +66,7 @@ std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
   const trace::TimeNs mu = p.quantum_ns;
   std::vector<MatchWindow> out;
   out.reserve(spikes.size());
-  if (p.tolerance_ns >= 0) {
+  if (!p.spread_windows) {
     for (const Spike& s : spikes) {
       const trace::TimeNs d = (s.position - lag) * mu;
       out.push_back({d, d - p.tolerance_ns, d + p.tolerance_ns});

@@ -42,10 +42,10 @@ struct MatchWindow {
 // The windows of the spikes (in claim order, as CausalSpikes returns them)
 // of the correlation c (2*lag+1 entries), in claim order.
 //
-// With an explicit tolerance v (p.tolerance_ns >= 0): [d - v, d + v] around
+// With an explicit tolerance v (!p.spread_windows): [d - v, d + v] around
 // each spike's delay d, the paper's rule.
 //
-// Without one (p.tolerance_ns < 0), each spike's own spread, measured on c
+// Without one (p.spread_windows), each spike's own spread, measured on c
 // (section 5.2.2: "when the variance is significant ... increasing v to
 // allow delay variations of that magnitude"; here v is chosen per spike).
 // The extent is the run of points around the peak at or above half its

@@ -220,7 +220,7 @@ class StreamSearch {
         block_(Correlator::BlockLength(lag_)),
         // How far claims look either way, in quanta: spread-aware windows
         // lie within [-mu, (D + 1) mu] (MatchWindows), as d +- one quantum.
-        tol_q_(p.tolerance_ns < 0
+        tol_q_(p.spread_windows
                    ? 1
                    : (p.tolerance_ns + p.quantum_ns - 1) / p.quantum_ns) {}
 

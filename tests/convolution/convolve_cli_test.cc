@@ -134,7 +134,8 @@ TEST(ConvolveCli, SearchModesWriteTheSameJson) {
 }
 
 // Section 5.2.2 on maketrace's email-relay sample (2 h, queues of 10 s +-
-// 0.5 s at relay 21 and 15 s +- 1 s at relay 38, 0.1 s quanta): every hop's
+// 0.5 s at relay 21 and 15 s +- 1 s at relay 38, 0.1 s quanta), with
+// spread-aware windows (--tolerance auto): every hop's
 // delay within one quantum of its configured mean, and the queued paths
 // carrying at least 90% of their instances (698 and 731 through relay 21
 // from MX 10 and 11, 726 through 38), not the fifth of them one quantum's
@@ -149,7 +150,7 @@ TEST(ConvolveCli, EmailRelaySpreadDelays) {
                       "/samples/email-relay.conf -o " + trace + " --quiet"),
             0);
   ASSERT_EQ(RunBbprof("convolve " + trace +
-                      " --quantum 0.1 --max-delay 60 --json " + json),
+                      " --quantum 0.1 --max-delay 60 --tolerance auto --json " + json),
             0);
   auto j = nlohmann::json::parse(Slurp(json));
   int queued = 0, direct = 0;
@@ -179,11 +180,16 @@ TEST(ConvolveCli, EmailRelaySpreadDelays) {
   // The widest window used, recorded as v: about 2.5 sd of the 15 s queue.
   EXPECT_GT(j["params"]["variance_s"].get<double>(), 1.5);
   EXPECT_LT(j["params"]["variance_s"].get<double>(), 3.5);
-  // An explicit --tolerance keeps the paper's fixed v.
+  // The default, and an explicit --tolerance, keep the paper's fixed v (one
+  // quantum by default): the same document either way, and the queued
+  // paths get only the instances near the spike's peak.
+  const std::string fixed = dir.File("fixed.json");
   ASSERT_EQ(RunBbprof("convolve " + trace +
-                      " --quantum 0.1 --max-delay 60 --tolerance 0.1 --json " +
-                      json),
+                      " --quantum 0.1 --max-delay 60 --tolerance 0.1 --json " + fixed),
             0);
+  ASSERT_EQ(RunBbprof("convolve " + trace + " --quantum 0.1 --max-delay 60 --json " + json),
+            0);
+  EXPECT_EQ(Slurp(json), Slurp(fixed));
   j = nlohmann::json::parse(Slurp(json));
   EXPECT_DOUBLE_EQ(j["params"]["variance_s"].get<double>(), 0.1);
   for (const auto& p : j["paths"]) {
@@ -191,6 +197,7 @@ TEST(ConvolveCli, EmailRelaySpreadDelays) {
       EXPECT_LT(p["count"].get<uint64_t>(), 300u);
     }
   }
+  EXPECT_EQ(RunBbprof("convolve " + trace + " --tolerance bogus"), 2);
 }
 
 }  // namespace

@@ -35,10 +35,11 @@ constexpr int64_t kLag = 200;
 
 Params Auto() {
   Params p;
+  p.spread_windows = true;
   p.quantum_ns = kMs;
   p.max_delay_ns = kLag * kMs;
   EXPECT_TRUE(ResolveParams(p).ok());
-  EXPECT_LT(p.tolerance_ns, 0);
+  EXPECT_TRUE(p.spread_windows);
   return p;
 }
 
@@ -91,6 +92,7 @@ TEST(MatchWindows, ExplicitToleranceIsFixed) {
   std::vector<double> c = Flat();
   AddGaussian(c, 100, 8, 60);
   Params p = Auto();
+  p.spread_windows = false;
   p.tolerance_ns = 3 * kMs;
   const auto w = Windows(c, p);
   ASSERT_EQ(w.size(), 1u);
@@ -236,6 +238,7 @@ TEST(FindPaths, GaussianDelayIsMatchedWhole) {
   TempDir dir;
   const std::string path = GaussianTrace(dir, 1000);
   Params p;
+  p.spread_windows = true;
   p.quantum_ns = 50 * kMs;
   p.max_delay_ns = 10'000 * kMs;
   ASSERT_TRUE(ResolveParams(p).ok());
@@ -253,6 +256,7 @@ TEST(FindPaths, GaussianDelayIsMatchedWhole) {
 
   // The paper's fixed v of one quantum catches only the messages near the
   // spike's point: about a sixth of them here.
+  p.spread_windows = false;
   p.tolerance_ns = p.quantum_ns;
   auto fixed = Search(path, p);
   ASSERT_TRUE(fixed.ok());
@@ -268,6 +272,7 @@ TEST(ResultJson, VarianceIsTheToleranceUsed) {
   auto m = LoadMessages(**r);
   ASSERT_TRUE(m.ok());
   Params p;
+  p.spread_windows = true;
   p.quantum_ns = 50 * kMs;
   p.max_delay_ns = 10'000 * kMs;
   ASSERT_TRUE(ResolveParams(p).ok());
@@ -277,6 +282,7 @@ TEST(ResultJson, VarianceIsTheToleranceUsed) {
   EXPECT_DOUBLE_EQ(j["params"]["variance_s"].get<double>(),
                    static_cast<double>(g->widest_tolerance_ns) / 1e9);
   EXPECT_GT(j["params"]["variance_s"].get<double>(), 0.05);
+  p.spread_windows = false;
   p.tolerance_ns = 70 * kMs;
   g = FindPaths(*m, p);
   ASSERT_TRUE(g.ok());
@@ -317,6 +323,7 @@ TEST(ConvolutionStream, SameJsonWithSpreadDelays) {
     const std::string path =
         dir.Write("s" + std::to_string(seed) + ".trace", text);
     Params p;
+    p.spread_windows = true;
     p.quantum_ns = 10 * kMs;
     p.max_delay_ns = 1000 * kMs;
     p.min_count = 3;
