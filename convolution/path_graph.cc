@@ -86,7 +86,9 @@ Status ResolveParams(Params& p) {
                          " quanta; at most " + std::to_string(kMaxLagQuanta) +
                          " are allowed (raise --quantum or lower --max-delay)");
   }
-  if (p.tolerance_ns < 0) p.tolerance_ns = p.quantum_ns;
+  // With spread windows each spike's window is its own spread (section
+  // 5.2.2, internal::MatchWindows) and no fixed v is used.
+  if (!p.spread_windows && p.tolerance_ns < 0) p.tolerance_ns = p.quantum_ns;
   if (!(p.spikes.spike_sigma > 0) || !std::isfinite(p.spikes.spike_sigma)) {
     return Status::Error("--spike-sigma must be a positive number");
   }
@@ -163,20 +165,22 @@ class Search {
     const auto& z = m_.by_sender[j];
     bool extended = false;
     if (!z.empty() && static_cast<int>(path.size()) - 1 < p_.max_depth) {
-      std::vector<Spike> spikes;
+      std::vector<internal::MatchWindow> windows;
       {  // V's signal and the lag array are needed only for the spikes
         const SparseSignal s1 = MakeSignal(v, p_.quantum_ns);
         const std::vector<double> c = corr_.Correlate(s1, OutSignal(j), lag_);
-        spikes = internal::CausalSpikes(c, lag_, p_.spikes);
+        const std::vector<Spike> spikes =
+            internal::CausalSpikes(c, lag_, p_.spikes);
+        windows = internal::MatchWindows(c, lag_, spikes, p_);
       }
+      graph_.widest_tolerance_ns = std::max(
+          graph_.widest_tolerance_ns, internal::WidestTolerance(windows));
       ++graph_.correlations;
       // Strongest spikes claim their messages first, so one message is
       // caused at most once.
       std::vector<int> claimed;
       std::vector<trace::TimeNs> diff;
-      internal::ClaimCaused(
-          z.ts, v, internal::SpikeDelaysNs(spikes, lag_, p_.quantum_ns),
-          p_.tolerance_ns, claimed, diff);
+      internal::ClaimCaused(z.ts, v, windows, claimed, diff);
       // Group by destination, then by spike.
       struct Group {
         std::vector<trace::TimeNs> w;
@@ -197,8 +201,8 @@ class Search {
       std::vector<trace::TimeNs>().swap(diff);
       for (auto& [k, g] : groups) {
         if (g.w.size() < p_.min_count ||
-            !internal::AboveChance(g.caused, m_.sent_to[j].at(k), v.size(),
-                                   m_.last_ns - m_.first_ns, p_)) {
+            !internal::AboveChance(g.caused, windows, m_.sent_to[j].at(k),
+                                   v.size(), m_.last_ns - m_.first_ns, p_)) {
           ++graph_.suppressed_rare;
           continue;
         }
@@ -247,6 +251,13 @@ Result<PathGraph> FindPaths(const MessageSet& msgs, const Params& params) {
   return g;
 }
 
+trace::TimeNs UsedTolerance(const Params& params, const PathGraph& graph) {
+  if (!params.spread_windows) return params.tolerance_ns;
+  // Spread-aware windows: the widest used, at least the one quantum every
+  // window spans either side of its delay.
+  return std::max(params.quantum_ns, graph.widest_tolerance_ns);
+}
+
 std::string ResultJson(const TraceSummary& msgs, const Params& params,
                        const PathGraph& graph, const std::string& input_path) {
   using nlohmann::ordered_json;
@@ -260,7 +271,7 @@ std::string ResultJson(const TraceSummary& msgs, const Params& params,
   j["params"] = {{"quantum_s", trace::NsToSeconds(params.quantum_ns)},
                  {"spike_sigma", params.spikes.spike_sigma},
                  {"valley_sigma", params.spikes.valley_sigma},
-                 {"variance_s", trace::NsToSeconds(params.tolerance_ns)},
+                 {"variance_s", trace::NsToSeconds(UsedTolerance(params, graph))},
                  {"max_delay_s", trace::NsToSeconds(params.max_delay_ns)},
                  {"min_count", params.min_count},
                  {"max_depth", params.max_depth}};

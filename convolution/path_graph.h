@@ -73,7 +73,15 @@ Result<MessageSet> LoadMessagesUpTo(trace::TraceReader& reader,
 struct Params {
   trace::TimeNs quantum_ns = 1'000'000;  // mu
   trace::TimeNs max_delay_ns = 0;        // 0: 1000 quanta
-  trace::TimeNs tolerance_ns = -1;       // v; < 0: one quantum
+  // v of section 5.2.2: a message matches a spike at delay d within
+  // [d - v, d + v]; < 0 (the default): one quantum.
+  trace::TimeNs tolerance_ns = -1;
+  // Section 5.2.2 per spike (`--tolerance auto`): each spike's window is its
+  // own spread, measured on the correlation (search_steps.h, MatchWindows;
+  // a sharp spike's is d +- one quantum), and tolerance_ns is not used. Off
+  // by default: at fine quanta on busy RPC traffic the wider windows let
+  // concurrent paths leak into each other (docs/convolution.md).
+  bool spread_windows = false;
   SpikeParams spikes;
   uint64_t min_count = 5;          // drop edges with fewer messages
   int max_depth = 10;              // hops from the root
@@ -86,8 +94,8 @@ struct Params {
 // (a few arrays of 2*D+1 doubles and FFTs of ~4D).
 constexpr int64_t kMaxLagQuanta = int64_t{1} << 24;
 
-// Checks params against each other; fills the defaults (max_delay_ns,
-// tolerance_ns) in place.  Errors are usage errors.
+// Checks params against each other; fills the defaults (max_delay_ns, and
+// tolerance_ns unless spread_windows) in place.  Errors are usage errors.
 Status ResolveParams(Params& p);
 
 struct DelaySpike {
@@ -124,7 +132,14 @@ struct PathGraph {
   // messages held at once (the whole trace for the in-memory search; the
   // streaming search's window).
   uint64_t passes = 0, peak_buffered_messages = 0;
+  // The widest half-window any spike matched within (ns): with spread-aware
+  // windows (Params::spread_windows), what the result records as v.
+  trace::TimeNs widest_tolerance_ns = 0;
 };
+
+// The v a result records (`variance_s`): the given tolerance, or with
+// spread-aware windows the widest half-window used (at least one quantum).
+trace::TimeNs UsedTolerance(const Params& params, const PathGraph& graph);
 
 // Runs Figure 6 from each root.  Errors: a root that sends nothing or does
 // not exist.

@@ -60,31 +60,145 @@ std::vector<Spike> CausalSpikes(std::span<const double> c, int64_t lag,
   return spikes;
 }
 
-std::vector<trace::TimeNs> SpikeDelaysNs(std::span<const Spike> spikes,
-                                         int64_t lag, trace::TimeNs quantum) {
-  std::vector<trace::TimeNs> d;
-  d.reserve(spikes.size());
-  for (const Spike& s : spikes) d.push_back((s.position - lag) * quantum);
-  return d;
+std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
+                                      std::span<const Spike> spikes,
+                                      const Params& p) {
+  const trace::TimeNs mu = p.quantum_ns;
+  std::vector<MatchWindow> out;
+  out.reserve(spikes.size());
+  if (!p.spread_windows) {
+    for (const Spike& s : spikes) {
+      const trace::TimeNs d = (s.position - lag) * mu;
+      out.push_back({d, d - p.tolerance_ns, d + p.tolerance_ns});
+    }
+    return out;
+  }
+  // Section 5.2.2 without a given v: each spike's own extent (see the
+  // header).  The baseline is the mean of c, as for FindSpikes.
+  const auto n = static_cast<int64_t>(c.size());
+  double sum = 0;
+  for (double x : c) sum += x;
+  const double mean = n > 0 ? sum / static_cast<double>(n) : 0.0;
+  // Windows as inclusive ranges of positions in c, stronger spikes first.
+  std::vector<std::pair<int64_t, int64_t>> taken;
+  for (const Spike& s : spikes) {
+    const int64_t pos = s.position;
+    auto taken_at = [&](int64_t i) {
+      for (const auto& [ta, tb] : taken)
+        if (ta <= i && i <= tb) return true;
+      return false;
+    };
+    if (taken_at(pos)) continue;  // a bump of a stronger spike's spread delay
+    // The run of points at or above half the height `top` (over the mean)
+    // around `from`, at delays >= 0, outside stronger spikes' windows and
+    // never above the spike's peak (that would be another bump).  On a flank
+    // already two points wide, one point between a quarter and half the
+    // height is noise; two, one lower, or a dip right next to `from` end it
+    // (distinct delays a quantum or two apart look like that).
+    const double peak = c[static_cast<size_t>(pos)];
+    auto run = [&](int64_t from, double top) {
+      const double half = mean + (top - mean) / 2;
+      const double quarter = mean + (top - mean) / 4;
+      auto edge = [&](int64_t step) {
+        int64_t last = from;
+        for (int64_t i = from + step; i >= lag && i < n && !taken_at(i);
+             i += step) {
+          const double x = c[static_cast<size_t>(i)];
+          if (x > peak) break;
+          if (x >= half) {
+            last = i;
+            continue;
+          }
+          if (x < quarter || i != last + step || last == from) break;
+        }
+        return last;
+      };
+      return std::make_pair(edge(-1), edge(+1));
+    };
+    auto [ha, hb] = run(pos, peak);
+    int64_t a = pos, b = pos;
+    trace::TimeNs delay = (pos - lag) * mu;
+    if (hb - ha + 1 > 2) {
+      // A spread delay.  Its largest point is noise on top of the bump (the
+      // paper's representative, right for detection, too high a height
+      // for a width): measure the run again from the run's middle at the
+      // height of the three points there.
+      const int64_t m = (ha + hb) / 2;
+      double sum3 = 0;
+      int k = 0;
+      for (int64_t i = std::max<int64_t>(m - 1, 0); i <= std::min(m + 1, n - 1);
+           ++i, ++k)
+        sum3 += c[static_cast<size_t>(i)];
+      if (!taken_at(m)) {
+        const auto [ra, rb] = run(m, sum3 / k);
+        if (rb - ra > hb - ha) {
+          ha = ra;
+          hb = rb;
+        }
+      }
+      // The half-height run of w points spans +-1.18 sd of a Gaussian
+      // (w = 2.355 sd); the window reaches +-2.5 sd = 1.06 w either side.
+      const int64_t w = hb - ha + 1;
+      const int64_t half_w = (w * 106 + 99) / 100;
+      // Centred on the excess's centroid over that range rather than on
+      // the run, which a noisy point may have cut short on one side.
+      const int64_t mc = (ha + hb) / 2;
+      double m0 = 0, m1 = 0;
+      for (int64_t i = std::max(mc - half_w, lag);
+           i <= std::min(mc + half_w, n - 1); ++i) {
+        if (taken_at(i)) continue;
+        const double x = std::max(0.0, c[static_cast<size_t>(i)] - mean);
+        m0 += x;
+        m1 += x * static_cast<double>(i);
+      }
+      const int64_t mid =
+          m0 > 0 ? static_cast<int64_t>(std::llround(m1 / m0)) : mc;
+      a = std::min(mid - half_w, pos);
+      b = std::max(mid + half_w, pos);
+      delay = (mid - lag) * mu;
+    }
+    // No negative delays (5.2.3), nothing past the lag window.
+    a = std::max(a, lag);
+    b = std::min(b, 2 * lag);
+    // Not into a stronger spike's window.
+    for (const auto& [ta, tb] : taken) {
+      if (ta > pos) b = std::min(b, ta - 1);
+      if (tb < pos) a = std::max(a, tb + 1);
+    }
+    taken.emplace_back(a, b);
+    // Position q pairs messages whose delay lies in ((q-lag-1) mu,
+    // (q-lag+1) mu): a one-point window is the paper's d +- one quantum.
+    const trace::TimeNs lo = (a - lag - 1) * mu, hi = (b - lag + 1) * mu;
+    out.push_back({std::clamp(delay, lo, hi), lo, hi});
+  }
+  return out;
+}
+
+trace::TimeNs WidestTolerance(std::span<const MatchWindow> windows) {
+  trace::TimeNs w = 0;
+  for (const MatchWindow& x : windows)
+    w = std::max({w, x.delay - x.lo, x.hi - x.delay});
+  return w;
 }
 
 void ClaimCaused(std::span<const trace::TimeNs> z,
                  std::span<const trace::TimeNs> v,
-                 std::span<const trace::TimeNs> delays, trace::TimeNs tol,
+                 std::span<const MatchWindow> windows,
                  std::vector<int>& claimed, std::vector<trace::TimeNs>& diff) {
   claimed.assign(z.size(), -1);
   diff.assign(z.size(), 0);
-  for (size_t s = 0; s < delays.size(); ++s) {
-    const trace::TimeNs d = delays[s];
-    // Section 5.2.2: z is caused if some v + d lies within the tolerance.
+  for (size_t s = 0; s < windows.size(); ++s) {
+    const MatchWindow& w = windows[s];
+    const trace::TimeNs d = w.delay;
+    // Section 5.2.2: z is caused if z - v lies within the spike's window.
     size_t vi = 0;
     for (size_t k = 0; k < z.size(); ++k) {
       if (claimed[k] >= 0) continue;
       const trace::TimeNs t = z[k];
-      while (vi < v.size() && v[vi] + d < t - tol) ++vi;
-      // The nearest candidate is vi or vi+1 (both within tolerance).
+      while (vi < v.size() && v[vi] + w.hi < t) ++vi;
+      // The candidate nearest to t - d: scan up to the first past it.
       size_t best = v.size();
-      for (size_t q = vi; q < v.size() && v[q] + d <= t + tol; ++q) {
+      for (size_t q = vi; q < v.size() && v[q] + w.lo <= t; ++q) {
         if (best == v.size() ||
             std::llabs(t - v[q] - d) < std::llabs(t - v[best] - d))
           best = q;
@@ -99,16 +213,22 @@ void ClaimCaused(std::span<const trace::TimeNs> z,
   }
 }
 
-bool AboveChance(const CausedGroup& g, uint64_t sent_jk, uint64_t v_count,
-                 trace::TimeNs duration_ns, const Params& p) {
+bool AboveChance(const CausedGroup& g, std::span<const MatchWindow> windows,
+                 uint64_t sent_jk, uint64_t v_count, trace::TimeNs duration_ns,
+                 const Params& p) {
   // In busy traffic some messages j->k fall within the tolerance of a spike
   // by chance.  With n_k messages j->k spread over the trace, each incoming
-  // message matches a window of 2v + mu per spike; keep the set only when it
-  // stands N Poisson deviations above that chance count.
+  // message matches a window of hi - lo + mu per spike (2v + mu with a fixed
+  // v); keep the set only when it stands N Poisson deviations above that
+  // chance count.
   const double duration =
       static_cast<double>(std::max<trace::TimeNs>(duration_ns, p.quantum_ns));
-  const double window = static_cast<double>(2 * p.tolerance_ns + p.quantum_ns) *
-                        static_cast<double>(g.per_spike.size());
+  double window = 0;
+  for (const auto& [s, cnt] : g.per_spike) {
+    (void)cnt;
+    const MatchWindow& w = windows[static_cast<size_t>(s)];
+    window += static_cast<double>(w.hi - w.lo + p.quantum_ns);
+  }
   // A given j->k message is hit by at least one of the |V| windows with
   // probability 1 - exp(-|V| window / T).
   const double chance =

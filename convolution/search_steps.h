@@ -32,20 +32,55 @@ Result<std::vector<trace::NodeId>> ChooseRoots(const TraceSummary& s,
 std::vector<Spike> CausalSpikes(std::span<const double> c, int64_t lag,
                                 const SpikeParams& p);
 
-// The delay of each spike in ns, in the spikes' order.
-std::vector<trace::TimeNs> SpikeDelaysNs(std::span<const Spike> spikes,
-                                         int64_t lag, trace::TimeNs quantum);
+// Where one spike matches messages (section 5.2.2): a message z of j is
+// caused by a message v into j when lo <= z - v <= hi (ns), the nearest such
+// v to z - delay winning.  delay is the spike's position as a delay.
+struct MatchWindow {
+  trace::TimeNs delay, lo, hi;
+};
+
+// The windows of the spikes (in claim order, as CausalSpikes returns them)
+// of the correlation c (2*lag+1 entries), in claim order.
+//
+// With an explicit tolerance v (!p.spread_windows): [d - v, d + v] around
+// each spike's delay d, the paper's rule.
+//
+// Without one (p.spread_windows), each spike's own spread, measured on c
+// (section 5.2.2: "when the variance is significant ... increasing v to
+// allow delay variations of that magnitude"; here v is chosen per spike).
+// The extent is the run of points around the peak at or above half its
+// height over the mean of c; on a flank already two points wide one point
+// down to a quarter of the height is noise, two end it.  A spike at most
+// two quanta wide is as sharp as quantization makes any fixed delay and
+// keeps one quantum either side (the paper's default: sharp spikes match
+// exactly as with --tolerance of one quantum).  A wider one is a spread
+// delay: its peak is noise on top of a bump, so the run is measured again
+// from its middle at the height of the three points there; a half-height
+// run of w points spans +-1.18 sd of a Gaussian, and the window reaches
+// 1.06 w (+-2.5 sd) either side of the excess's centroid, which is also
+// the window's delay.  No window reaches negative delays (5.2.3) or past
+// the lag window, and windows do not overlap: a weaker spike whose peak
+// lies in a stronger spike's window is part of that spread delay and is
+// dropped; otherwise its run stops at, and its window is cut at, the
+// stronger one's edge (messages in the boundary quantum both windows touch
+// go to the stronger spike: ClaimCaused's claim order).
+std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
+                                      std::span<const Spike> spikes,
+                                      const Params& p);
+
+// The widest half-window (max of delay - lo and hi - delay) among windows.
+trace::TimeNs WidestTolerance(std::span<const MatchWindow> windows);
 
 // Section 5.2.2: which messages of z (sorted send times of node j) are caused
 // by the messages v (sorted times of the messages into j on this path).
-// claimed[k] is the index of the first spike (in `delays` order) for which
-// some v + d lies within the tolerance of z[k] (the nearest such v, and
-// never after z[k]), or -1; diff[k] is z[k] minus that v.  A message's claim
-// depends only on the v within [z[k] - max(d) - tol, z[k] + tol]: the
-// streaming search relies on that to decide claims a window at a time.
+// claimed[k] is the index of the first window (claim order) for which some
+// v has z[k] - v in [lo, hi] (the v nearest to z[k] - delay, and never after
+// z[k]), or -1; diff[k] is z[k] minus that v.  A message's claim depends only
+// on the v within [z[k] - max(hi), z[k] - min(lo)]: the streaming search
+// relies on that to decide claims a window at a time.
 void ClaimCaused(std::span<const trace::TimeNs> z,
                  std::span<const trace::TimeNs> v,
-                 std::span<const trace::TimeNs> delays, trace::TimeNs tol,
+                 std::span<const MatchWindow> windows,
                  std::vector<int>& claimed, std::vector<trace::TimeNs>& diff);
 
 // The messages j->k claimed at one vertex: their number, and per claiming
@@ -65,8 +100,11 @@ struct CausedGroup {
 // stands N Poisson deviations above the number of j->k messages
 // (`sent_jk` in all) that |V| = v_count windows would catch by chance over
 // a trace of duration_ns.
-bool AboveChance(const CausedGroup& g, uint64_t sent_jk, uint64_t v_count,
-                 trace::TimeNs duration_ns, const Params& p);
+// windows: those the group's messages were claimed by (indexed as in
+// CausedGroup::per_spike).
+bool AboveChance(const CausedGroup& g, std::span<const MatchWindow> windows,
+                 uint64_t sent_jk, uint64_t v_count, trace::TimeNs duration_ns,
+                 const Params& p);
 
 // An edge's delays: one per claiming spike, the mean observed delay of its
 // messages, declining count.

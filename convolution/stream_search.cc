@@ -193,7 +193,7 @@ struct Task {
   bool correlates = false;
   Cost cost;
   CorrelationMethod method = CorrelationMethod::kSparse;
-  std::vector<TimeNs> spike_delays;  // claim order
+  std::vector<internal::MatchWindow> windows;  // claim order
   std::vector<std::pair<NodeId, int>> children;  // (destination, task)
   // Per pass:
   std::vector<TimeNs> v;  // V within the current window
@@ -218,7 +218,11 @@ class StreamSearch {
         o_(o),
         lag_(internal::LagQuanta(p)),
         block_(Correlator::BlockLength(lag_)),
-        tol_q_((p.tolerance_ns + p.quantum_ns - 1) / p.quantum_ns) {}
+        // How far claims look either way, in quanta: spread-aware windows
+        // lie within [-mu, (D + 1) mu] (MatchWindows), as d +- one quantum.
+        tol_q_(p.spread_windows
+                   ? 1
+                   : (p.tolerance_ns + p.quantum_ns - 1) / p.quantum_ns) {}
 
   Result<StreamResult> Run() {
     if (Status s = Scan(); !s.ok()) return s;
@@ -259,7 +263,10 @@ class StreamSearch {
           Task& x = tasks_[t];
           const std::vector<Spike> spikes =
               internal::CausalSpikes(x.corr, lag_, p_.spikes);
-          x.spike_delays = internal::SpikeDelaysNs(spikes, lag_, p_.quantum_ns);
+          x.windows = internal::MatchWindows(x.corr, lag_, spikes, p_);
+          graph_.widest_tolerance_ns =
+              std::max(graph_.widest_tolerance_ns,
+                       internal::WidestTolerance(x.windows));
           std::vector<double>().swap(x.corr);
           ++graph_.correlations;
         }
@@ -267,7 +274,7 @@ class StreamSearch {
       // Claims (5.2.2), which make level l+1.
       std::vector<int> claiming;
       for (int t : level)
-        if (!tasks_[t].spike_delays.empty()) claiming.push_back(t);
+        if (!tasks_[t].windows.empty()) claiming.push_back(t);
       if (claiming.empty()) break;
       if (Status s = Pass(Step::kClaim, claiming, l + 1); !s.ok()) return s;
       for (int t : claiming) MakeChildren(t);
@@ -328,7 +335,8 @@ class StreamSearch {
       // group of the in-memory search.
       if (c.caused.count == 0) continue;
       if (c.caused.count < p_.min_count ||
-          !internal::AboveChance(c.caused, sum_.sent_to[j].at(k),
+          !internal::AboveChance(c.caused, tasks_[xi].windows,
+                                 sum_.sent_to[j].at(k),
                                  tasks_[xi].count, sum_.last_ns - sum_.first_ns,
                                  p_)) {
         ++graph_.suppressed_rare;
@@ -529,8 +537,7 @@ class StreamSearch {
         continue;
       }
       if (x.level >= depth) continue;
-      internal::ClaimCaused(z.ts, x.v, x.spike_delays, p_.tolerance_ns,
-                            claimed_, diff_);
+      internal::ClaimCaused(z.ts, x.v, x.windows, claimed_, diff_);
       for (size_t k = 0; k < z.size(); ++k) {
         if (claimed_[k] < 0) continue;
         const int c = x.Child(z.to[k]);
@@ -557,8 +564,7 @@ class StreamSearch {
           break;
         case Step::kClaim: {
           const auto& z = cols_[x.node];
-          internal::ClaimCaused(z.ts, x.v, x.spike_delays, p_.tolerance_ns,
-                                claimed_, diff_);
+          internal::ClaimCaused(z.ts, x.v, x.windows, claimed_, diff_);
           for (size_t k = 0; k < z.size(); ++k) {
             if (claimed_[k] < 0) continue;
             Candidate& c = x.candidates[z.to[k]];

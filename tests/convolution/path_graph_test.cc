@@ -231,7 +231,8 @@ TEST(ResolveParams, RejectsBadValues) {
   p = Params{};
   EXPECT_TRUE(ResolveParams(p).ok());
   EXPECT_EQ(p.max_delay_ns, 1000 * p.quantum_ns);
-  EXPECT_EQ(p.tolerance_ns, p.quantum_ns);
+  EXPECT_EQ(p.tolerance_ns, p.quantum_ns);  // the paper's v, one quantum
+  EXPECT_FALSE(p.spread_windows);
 }
 
 TEST(LoadMessages, EmptyTraceIsAnError) {

@@ -148,7 +148,8 @@ Params RandomParams(std::mt19937_64& rng, bool dense) {
   p.quantum_ns = dense ? 10 * kMs : mus[static_cast<int>(u(rng) * 3)];
   p.max_delay_ns = p.quantum_ns * (dense ? 200 : 20 + static_cast<TimeNs>(u(rng) * 280));
   const double t = u(rng);
-  p.tolerance_ns = t < 0.4 ? -1 : t < 0.6 ? 0 : static_cast<TimeNs>(u(rng) * 3.0 * static_cast<double>(p.quantum_ns));
+  p.spread_windows = t < 0.4;
+  p.tolerance_ns = t < 0.6 ? 0 : static_cast<TimeNs>(u(rng) * 3.0 * static_cast<double>(p.quantum_ns));
   const uint64_t counts[] = {1, 3, 5};
   p.min_count = counts[static_cast<int>(u(rng) * 3)];
   p.max_depth = 2 + static_cast<int>(u(rng) * 6);
