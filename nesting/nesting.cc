@@ -37,7 +37,9 @@ struct Pair {
   uint32_t first_child = kNone;
   uint32_t next_sibling = kNone;
   bool imputed = false;  // ret is assumed: the real return was lost
-  // (before pathid: in the padding, so a pair stays 56 bytes)
+  // Children attached, saturating (see HasCrowdedCandidate). These two sit
+  // before pathid in what would be padding, so a pair stays 56 bytes.
+  uint16_t children = 0;
   uint64_t pathid = 0;  // hash of the ground-truth pathid (evaluation only)
 };
 static_assert(sizeof(Pair) == 56, "one Pair per call: keep it small");
@@ -60,7 +62,17 @@ class BinScale {
     for (int k = 1; k <= positive_bins_ + 1; ++k) {
       lower_[k] = kMinNs * std::exp((k - 1) / inv_log_base_);
     }
-    inv_log2_base_ = std::log(2.0) * inv_log_base_;
+    // cell_first_bin_[e * 256 + j]: the bin of the cell's smallest
+    // magnitude, 2^e * (1 + j / 256) us.
+    cell_first_bin_.resize(static_cast<size_t>(kCellExponents) * kCellsPerOctave);
+    int k = 1;  // cells ascend, so their first bins do too
+    for (int e = 0; e < kCellExponents; ++e) {
+      for (int j = 0; j < kCellsPerOctave; ++j) {
+        const double v = kMinNs * std::ldexp(1.0 + static_cast<double>(j) / kCellsPerOctave, e);
+        while (k < positive_bins_ && v >= lower_[k + 1]) ++k;
+        cell_first_bin_[static_cast<size_t>(e) * kCellsPerOctave + j] = k;
+      }
+    }
   }
   int size() const { return 2 * positive_bins_ + 1; }
   // Width of a bin in nanoseconds (the first bin spans -1 us to 1 us).
@@ -72,26 +84,29 @@ class BinScale {
   }
   // Bin k holds magnitudes in [1 us * base^(k-1), 1 us * base^k). Called
   // tens of millions of times by the timeline passes, so instead of a log
-  // it estimates k from the double's exponent and mantissa (log2 to within
-  // 0.005) and corrects it, rarely by a step, against the bins' lower bounds.
+  // it reads the magnitude's binary exponent and top 8 mantissa bits (a cell
+  // 0.4% wide, narrower than a bin at the default base) off the double, takes
+  // the first bin of that cell from a table, and steps up while the
+  // magnitude reaches the next bin's lower bound (once at most, at bases of
+  // 1.004 and more).
   int Bin(TimeNs delta) const {
     TimeNs mag = delta < 0 ? -delta : delta;
     int k;
     if (mag < 1000) {
       k = 0;
     } else {
-      // x = m * 2^e with m in [1, 2), read off the bits; log2(m) by a
-      // quadratic, within 0.005.
-      const uint64_t bits = std::bit_cast<uint64_t>(static_cast<double>(mag) * 1e-3);
-      const int e = static_cast<int>(bits >> 52) - 1023;
-      const double m = std::bit_cast<double>((bits & 0x000FFFFFFFFFFFFFULL) |
-                                             0x3FF0000000000000ULL);
-      const double log2 = e + ((-0.34484843 * m + 2.02466578) * m - 1.67487759);
-      k = 1 + static_cast<int>(log2 * inv_log2_base_);
-      k = std::clamp(k, 1, positive_bins_);
       const double x = static_cast<double>(mag);
-      while (k < positive_bins_ && x >= lower_[k + 1]) ++k;
-      while (k > 1 && x < lower_[k]) --k;
+      const uint64_t bits = std::bit_cast<uint64_t>(x * 1e-3);  // in us, >= 1
+      const int e = static_cast<int>(bits >> 52) - 1023;
+      if (e >= kCellExponents) {
+        k = positive_bins_;
+      } else {
+        k = cell_first_bin_[static_cast<size_t>(e) * kCellsPerOctave +
+                            ((bits >> (52 - kCellBits)) & (kCellsPerOctave - 1))];
+        while (k < positive_bins_ && x >= lower_[k + 1]) ++k;
+        // (x * 1e-3 may round into the next cell, a bin boundary there.)
+        while (k > 1 && x < lower_[k]) --k;
+      }
     }
     return delta < 0 ? positive_bins_ - k : positive_bins_ + k;
   }
@@ -99,9 +114,12 @@ class BinScale {
  private:
   double base_;
   double inv_log_base_;
-  double inv_log2_base_;
+  static constexpr int kCellBits = 8;
+  static constexpr int kCellsPerOctave = 1 << kCellBits;
+  static constexpr int kCellExponents = 34;  // 1 us * 2^34 > 2 hours
   int positive_bins_;
   std::vector<double> lower_;
+  std::vector<int> cell_first_bin_;
 };
 
 // A call's identity for pairing. Binary traces are read with numeric ids
@@ -474,6 +492,14 @@ class Engine {
       }
     }
     stats_.scoreboards = boards_.size();
+    {
+      std::vector<std::pair<uint64_t, uint32_t>> items;
+      items.reserve(board_index_.size());
+      for (const auto& [key, index] : board_index_) {
+        items.emplace_back(key, static_cast<uint32_t>(index));
+      }
+      board_flat_.Build(items);
+    }
     // Scores are densities: a bin's weight divided by its width. With log
     // bins a wide bin at a long delay collects the accidental nestings of a
     // whole stretch of time, while the true, short delay is spread over
@@ -849,11 +875,7 @@ class Engine {
   bool HasCrowdedCandidate(uint32_t child) const {
     const Pair& c = pairs_[child];
     for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
-      int n = 0;
-      for (uint32_t s = pairs_[cands_[k]].first_child; s != kNone;
-           s = pairs_[s].next_sibling) {
-        if (++n > kTimelineMaxChildren) return true;
-      }
+      if (pairs_[cands_[k]].children > kTimelineMaxChildren) return true;
     }
     return false;
   }
@@ -941,7 +963,7 @@ class Engine {
       const Pair& p = pairs_[pi];
       const int bin = scale_.Bin(c.call - p.call);
       double score =
-          boards_[board_index_.at(TripleKey(p.caller, c.caller, c.callee))]
+          boards_[board_flat_.Find(TripleKey(p.caller, c.caller, c.callee))]
                  [bin] * (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
       score *= PenaltyFactor(p, c);
       if (score > best ||
@@ -957,6 +979,8 @@ class Engine {
     if (!score_cache_.empty()) score_cache_[parent] = std::numeric_limits<float>::quiet_NaN();
     Pair& c = pairs_[child];
     c.parent = parent;
+    uint16_t& n = pairs_[parent].children;
+    if (n < std::numeric_limits<uint16_t>::max()) ++n;
     // Prepend; children are put back in call order when paths are built.
     c.next_sibling = pairs_[parent].first_child;
     pairs_[parent].first_child = child;
@@ -968,6 +992,9 @@ class Engine {
     uint32_t* link = &pairs_[c.parent].first_child;
     while (*link != child) link = &pairs_[*link].next_sibling;
     *link = c.next_sibling;
+    uint16_t& n = pairs_[c.parent].children;
+    // A saturated count stays saturated: the parent stays crowded.
+    if (n < std::numeric_limits<uint16_t>::max()) --n;
     c.next_sibling = kNone;
     c.parent = kNone;
   }
@@ -1091,6 +1118,7 @@ class Engine {
   std::vector<uint32_t> cands_;
   std::vector<uint32_t> root_pattern_;
   std::unordered_map<uint64_t, size_t> board_index_;
+  FlatIndex board_flat_;  // board_index_, for the lookups of BestParent
   std::vector<std::vector<double>> boards_;
   std::vector<double> inv_width_;
   bool any_penalty_ = false;
