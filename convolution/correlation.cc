@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <complex>
+#include <limits>
 
 namespace bbprof::convolution {
 
@@ -154,9 +155,18 @@ void Correlator::AddFftBlock(int64_t s, std::span<const Bin> a_block,
 
 void Correlator::CorrelateFft(const SparseSignal& a, const SparseSignal& b,
                               int64_t max_lag, std::vector<double>& out) {
+  AddFftBlocks(a, b, max_lag, std::numeric_limits<int64_t>::min(),
+               std::numeric_limits<int64_t>::max(), out);
+}
+
+int64_t Correlator::AddFftBlocks(const SparseSignal& a, std::span<const Bin> b,
+                                 int64_t max_lag, int64_t from, int64_t until,
+                                 std::vector<double>& out) {
   const int64_t block = BlockLength(max_lag);
+  int64_t next = from;
   size_t ai = 0, blo = 0;
-  while (ai < a.size()) {
+  while (ai < a.size() && a[ai].index < from) ++ai;
+  while (ai < a.size() && a[ai].index < until) {
     // Block start aligned to the first pending bin of a.
     const int64_t s = a[ai].index;
     const size_t a_begin = ai;
@@ -165,9 +175,10 @@ void Correlator::CorrelateFft(const SparseSignal& a, const SparseSignal& b,
     size_t b_end = blo;
     while (b_end < b.size() && b[b_end].index < s + block + max_lag) ++b_end;
     AddFftBlock(s, std::span<const Bin>(a).subspan(a_begin, ai - a_begin),
-                std::span<const Bin>(b).subspan(blo, b_end - blo), max_lag,
-                out);
+                b.subspan(blo, b_end - blo), max_lag, out);
+    next = s + block;
   }
+  return next;
 }
 
 CorrelationMethod Correlator::ChooseMethod(uint64_t pairs, uint64_t blocks,

@@ -91,6 +91,13 @@ class Correlator {
   void AddFftBlock(int64_t s, std::span<const Bin> a_block,
                    std::span<const Bin> b_block, int64_t max_lag,
                    std::vector<double>& out);
+  // The overlap-save blocks of a that start at its bins in [from, until):
+  // each block starts at the first bin of a not yet covered (the last one
+  // may reach past until).  Returns where the next block could start: the
+  // end of the last block, or from when there was none.
+  int64_t AddFftBlocks(const SparseSignal& a, std::span<const Bin> b,
+                       int64_t max_lag, int64_t from, int64_t until,
+                       std::vector<double>& out);
 
  private:
   struct Plan;

@@ -433,7 +433,23 @@ class StreamSearch {
     MsgQueue buf;
     uint64_t read = 0;
     bool eof = false;
-    Msg msg;
+    // Appends the next message to buf; false at the end of the input or on
+    // an error (then `failed` or `changed` says which).
+    bool changed = false;
+    auto take = [&] {
+      Msg msg;
+      if (!pull(msg)) {
+        eof = true;
+        return false;
+      }
+      if (msg.from >= sum_.names.size() || msg.to >= sum_.names.size() ||
+          ++read > sum_.messages) {
+        changed = true;
+        return false;
+      }
+      buf.push_back(msg);
+      return true;
+    };
     const TimeNs mu = p_.quantum_ns;
     int64_t b0 = FloorDiv(sum_.first_ns, mu);
     while (true) {
@@ -441,16 +457,9 @@ class StreamSearch {
       const TimeNs hi_ns = (b0 + chunk + after) * mu;
       while (!buf.empty() && buf.front().ts < lo_ns) buf.pop_front();
       while (!eof && (buf.empty() || buf.back().ts < hi_ns)) {
-        if (!pull(msg)) {
-          eof = true;
-          if (!failed.ok()) return failed;
-          break;
-        }
-        if (msg.from >= sum_.names.size() || msg.to >= sum_.names.size() ||
-            ++read > sum_.messages) {
-          return Changed();
-        }
-        buf.push_back(msg);
+        if (take()) continue;
+        if (changed) return Changed();
+        if (!failed.ok()) return failed;
       }
       graph_.peak_buffered_messages =
           std::max<uint64_t>(graph_.peak_buffered_messages, buf.size());
@@ -463,15 +472,11 @@ class StreamSearch {
           [&](const Msg& m) { return m.ts < next * mu; });
       if (it == held.data() + held.size()) {
         if (eof) break;
-        if (!pull(msg)) {
+        if (!take()) {
+          if (changed) return Changed();
           if (!failed.ok()) return failed;
           break;
         }
-        if (msg.from >= sum_.names.size() || msg.to >= sum_.names.size() ||
-            ++read > sum_.messages) {
-          return Changed();
-        }
-        buf.push_back(msg);
         it = &buf.back();
       }
       // Windows stay on the grid first bin + n C; empty ones are skipped.
@@ -611,20 +616,7 @@ class StreamSearch {
     }
     // Overlap-save blocks start at the first bin of a not yet covered, as in
     // Correlator::CorrelateFft; one may reach past b1 (the margin covers it).
-    size_t ai = 0, blo = 0;
-    const int64_t from = std::max(b0, x.fft_next);
-    while (ai < a.size() && a[ai].index < from) ++ai;
-    while (ai < a.size() && a[ai].index < b1) {
-      const int64_t s = a[ai].index;
-      const size_t a_begin = ai;
-      while (ai < a.size() && a[ai].index < s + block_) ++ai;
-      while (blo < b.size() && b[blo].index < s - lag_) ++blo;
-      size_t b_end = blo;
-      while (b_end < b.size() && b[b_end].index < s + block_ + lag_) ++b_end;
-      corr_.AddFftBlock(s, std::span<const Bin>(a).subspan(a_begin, ai - a_begin),
-                        bs.subspan(blo, b_end - blo), lag_, x.corr);
-      x.fft_next = s + block_;
-    }
+    x.fft_next = corr_.AddFftBlocks(a, bs, lag_, std::max(b0, x.fft_next), b1, x.corr);
   }
 
   // The tree, numbered and emitted depth first as the in-memory search does.

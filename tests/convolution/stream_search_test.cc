@@ -116,21 +116,21 @@ std::vector<Line> RandomTraffic(std::mt19937_64& rng, bool dense) {
     return static_cast<TimeNs>(std::llround(t * 1e4)) * 100'000;
   };
   const bool calls = u(rng) < 0.3;
-  std::vector<std::tuple<double, int, int>> todo;  // time, node, hops left
+  std::vector<std::tuple<double, int, int>> pending;  // time, node, hops left
   for (double t = 1.0 + u(rng); t < duration; t += gap(rng)) {
     const Hop& h = table[0][static_cast<size_t>(u(rng) * table[0].size())];
     out.push_back({grid(t), calls ? "CALL" : "MSG", name(0), name(h.to)});
-    todo.emplace_back(t, h.to, 4);
+    pending.emplace_back(t, h.to, 4);
   }
-  while (!todo.empty()) {
-    auto [t, n, left] = todo.back();
-    todo.pop_back();
+  while (!pending.empty()) {
+    auto [t, n, left] = pending.back();
+    pending.pop_back();
     if (left == 0) continue;
     for (const Hop& h : table[static_cast<size_t>(n)]) {
       if (u(rng) >= h.prob) continue;
       const double te = t + std::max(0.0, h.delay_s + jitter * jit(rng));
       out.push_back({grid(te), "MSG", name(n), name(h.to)});
-      todo.emplace_back(te, h.to, left - 1);
+      pending.emplace_back(te, h.to, left - 1);
     }
   }
   const size_t noise = out.size() / 5;
