@@ -153,6 +153,39 @@ struct OpenKeyHash {
   }
 };
 
+// A Gaussian of sd bins (out to 3 sd) run over a histogram: the scoreboards'
+// optional smoothing (7.5.6) and the timeline densities' (FindNestedPairs).
+class GaussianSmoother {
+ public:
+  explicit GaussianSmoother(double sd)
+      : radius_(static_cast<int>(std::ceil(3 * sd))), kernel_(2 * radius_ + 1) {
+    for (int i = -radius_; i <= radius_; ++i) {
+      kernel_[i + radius_] = std::exp(-0.5 * (i / sd) * (i / sd));
+      sum_ += kernel_[i + radius_];
+    }
+  }
+  // The sum of the kernel's weights (dividing by it keeps a histogram's mass).
+  double sum() const { return sum_; }
+  // out = h smoothed, every contribution divided by `divisor`.
+  void Apply(const std::vector<double>& h, std::vector<double>& out,
+             double divisor) const {
+    const int size = static_cast<int>(h.size());
+    out.assign(h.size(), 0.0);
+    for (int b = 0; b < size; ++b) {
+      if (h[b] == 0) continue;
+      for (int i = -radius_; i <= radius_; ++i) {
+        int t = b + i;
+        if (t >= 0 && t < size) out[t] += h[b] * kernel_[i + radius_] / divisor;
+      }
+    }
+  }
+
+ private:
+  int radius_;
+  std::vector<double> kernel_;
+  double sum_ = 0;
+};
+
 // A read-only map from 64-bit keys to small values, built once per
 // timeline pass and looked up tens of millions of times: open addressing
 // with linear probing in one array, so a lookup is one or two cache lines
@@ -165,7 +198,7 @@ class FlatIndex {
     size_t cap = 16;
     while (cap < 2 * items.size()) cap *= 2;
     mask_ = cap - 1;
-    slots_.assign(cap, Slot{kEmptyKey, kMissing});
+    slots_.assign(cap, Slot{0, kMissing});
     for (const auto& [k, v] : items) {
       size_t i = Hash(k) & mask_;
       while (slots_[i].value != kMissing) i = (i + 1) & mask_;
@@ -181,7 +214,6 @@ class FlatIndex {
   }
 
  private:
-  static constexpr uint64_t kEmptyKey = 0;
   struct Slot {
     uint64_t key;
     uint32_t value;
@@ -190,7 +222,7 @@ class FlatIndex {
     return static_cast<size_t>((k * 0x9E3779B97F4A7C15ULL) >> 17);
   }
   size_t mask_ = 0;
-  std::vector<Slot> slots_{Slot{kEmptyKey, kMissing}};
+  std::vector<Slot> slots_{Slot{0, kMissing}};  // empty: value kMissing
 };
 
 class Engine {
@@ -509,23 +541,10 @@ class Engine {
     inv_width_.resize(static_cast<size_t>(scale_.size()));
     for (int b = 0; b < scale_.size(); ++b) inv_width_[b] = 1.0 / scale_.Width(b);
     if (params_.smooth_bins > 0) {
-      const double sd = params_.smooth_bins;
-      const int radius = static_cast<int>(std::ceil(3 * sd));
-      std::vector<double> kernel(2 * radius + 1);
-      for (int i = -radius; i <= radius; ++i) {
-        kernel[i + radius] = std::exp(-0.5 * (i / sd) * (i / sd));
-      }
+      const GaussianSmoother smoother(params_.smooth_bins);
       std::vector<double> out;
       for (auto& h : boards_) {
-        out.assign(h.size(), 0.0);
-        const int size = static_cast<int>(h.size());
-        for (int b = 0; b < size; ++b) {
-          if (h[b] == 0) continue;
-          for (int i = -radius; i <= radius; ++i) {
-            int t = b + i;
-            if (t >= 0 && t < size) out[t] += h[b] * kernel[i + radius];
-          }
-        }
+        smoother.Apply(h, out, 1.0);
         h.swap(out);
       }
     }
@@ -756,8 +775,9 @@ class Engine {
   // current assignment.
   void LearnTimeline() {
     std::unordered_map<uint64_t, uint32_t> gap_index;
-    std::unordered_map<uint64_t, double> set_count, set_total;
-    std::unordered_map<uint64_t, uint64_t> set_context;
+    // Per multiset (its hash includes its context): the context, the count.
+    std::unordered_map<uint64_t, std::pair<uint64_t, double>> set_count;
+    std::unordered_map<uint64_t, double> set_total;
     gap_boards_.clear();
     std::vector<double> totals;
     std::vector<std::vector<double>> counts;
@@ -777,36 +797,22 @@ class Engine {
       ForEachTerm(
           i, kNone, kNone, add,
           [&](uint64_t context, uint64_t set) {
-            ++set_count[set];
+            auto& [set_context, count] = set_count[set];
+            set_context = context;
+            ++count;
             ++set_total[context];
-            set_context.emplace(set, context);
           },
           add);
     }
     // Smooth each density a little (a bin is 5% of the delay; a few
     // thousand samples leave gaps between neighbouring bins) and turn it
     // into log density per nanosecond, with the prior's pseudo-observation.
-    const double sd = std::max(1.0, params_.smooth_bins);
-    const int radius = static_cast<int>(std::ceil(3 * sd));
-    std::vector<double> kernel(2 * radius + 1);
-    double ksum = 0;
-    for (int i = -radius; i <= radius; ++i) {
-      kernel[i + radius] = std::exp(-0.5 * (i / sd) * (i / sd));
-      ksum += kernel[i + radius];
-    }
+    const GaussianSmoother smoother(std::max(1.0, params_.smooth_bins));
     const int bins = scale_.size();
-    std::vector<double> smooth(static_cast<size_t>(bins));
+    std::vector<double> smooth;
     gap_boards_.resize(counts.size());
     for (size_t k = 0; k < counts.size(); ++k) {
-      std::fill(smooth.begin(), smooth.end(), 0.0);
-      const auto& h = counts[k];
-      for (int b = 0; b < bins; ++b) {
-        if (h[b] == 0) continue;
-        for (int i = -radius; i <= radius; ++i) {
-          int t = b + i;
-          if (t >= 0 && t < bins) smooth[t] += h[b] * kernel[i + radius] / ksum;
-        }
-      }
+      smoother.Apply(counts[k], smooth, smoother.sum());
       auto& out = gap_boards_[k];
       out.resize(static_cast<size_t>(bins));
       for (int b = 0; b < bins; ++b) {
@@ -819,10 +825,11 @@ class Engine {
     // A multiset never seen after this anchor gets half an observation.
     items.clear();
     log_p_.clear();
-    for (const auto& [set, count] : set_count) {
+    for (const auto& [set, context_count] : set_count) {
+      const auto& [context, count] = context_count;
       items.emplace_back(set, static_cast<uint32_t>(log_p_.size()));
       log_p_.push_back(static_cast<float>(
-          std::log((count + 0.5) / (set_total[set_context[set]] + 1.0))));
+          std::log((count + 0.5) / (set_total[context] + 1.0))));
     }
     set_index_.Build(items);
     items.clear();
