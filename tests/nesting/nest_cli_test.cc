@@ -61,37 +61,6 @@ TEST(NestCliTest, TextAndBinaryFormsOfATraceGiveTheSameResult) {
   EXPECT_EQ(ea["instances"], eb["instances"]);
 }
 
-// Refinement (the default, one pass) re-chooses each call's parent knowing
-// all its siblings: on the Children-parallel case of section 7.5.2, where
-// greedy assignment swaps parallel children, it makes fewer false-negative
-// instances than the paper's single pass (--refine-passes 0); eval re-runs
-// each result with the setting it was made with. (Timeline passes, which
-// follow refinement by default, are off here to see refinement alone.)
-TEST(NestCliTest, RefinementMakesFewerMistakesThanTheGreedyPass) {
-  TempDir dir;
-  const std::string conf = std::string(BBPROF_SOURCE_DIR) + "/samples/children-parallel.conf";
-  const std::string t = dir.File("cp.bbt");
-  std::string out;
-  ASSERT_EQ(RunCli("maketrace " + conf + " -q --messages 60000 --seed 3 -o " + t, &out), 0)
-      << out;
-  double fn[2];
-  for (int passes : {0, 1}) {
-    const std::string r = dir.File("r" + std::to_string(passes) + ".json");
-    const std::string e = dir.File("e" + std::to_string(passes) + ".json");
-    ASSERT_EQ(RunCli("nest " + t + " -q --timeline-passes 0 --refine-passes " +
-                         std::to_string(passes) + " --json " + r,
-                     &out),
-              0)
-        << out;
-    auto result = nlohmann::json::parse(ReadFile(r));
-    EXPECT_EQ(result["params"]["refine_passes"], passes);
-    ASSERT_EQ(RunCli("eval " + r + " --truth " + t + " -q --json " + e, &out), 0) << out;
-    fn[passes] = nlohmann::json::parse(ReadFile(e))["instances"]["false_negative_rate"];
-  }
-  EXPECT_LT(fn[1], fn[0] - 0.01) << "greedy " << fn[0] << ", refined " << fn[1];
-  EXPECT_EQ(RunCli("nest " + t + " --refine-passes -1", &out), 2);
-}
-
 // Scores a maketrace sample with nest at the given extra flags; returns the
 // evaluation JSON (eval re-runs with the result's own params).
 nlohmann::json NestAndEval(TempDir& dir, const std::string& trace,
@@ -107,6 +76,40 @@ nlohmann::json NestAndEval(TempDir& dir, const std::string& trace,
   return eval;
 }
 
+// A sample of samples/NAME.conf, 60,000 messages at seed 3, as a binary trace.
+std::string MakeSample(TempDir& dir, const std::string& name) {
+  const std::string t = dir.File(name + ".bbt");
+  std::string out;
+  EXPECT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) + "/samples/" + name +
+                       ".conf -q --messages 60000 --seed 3 -o " + t,
+                   &out),
+            0)
+      << out;
+  return t;
+}
+
+// Refinement (the default, one pass) re-chooses each call's parent knowing
+// all its siblings: on the Children-parallel case of section 7.5.2, where
+// greedy assignment swaps parallel children, it makes fewer false-negative
+// instances than the paper's single pass (--refine-passes 0); eval re-runs
+// each result with the setting it was made with. (Timeline passes, which
+// follow refinement by default, are off here to see refinement alone.)
+TEST(NestCliTest, RefinementMakesFewerMistakesThanTheGreedyPass) {
+  TempDir dir;
+  const std::string t = MakeSample(dir, "children-parallel");
+  double fn[2];
+  for (int passes : {0, 1}) {
+    auto eval = NestAndEval(dir, t,
+                            "--timeline-passes 0 --refine-passes " + std::to_string(passes),
+                            "r" + std::to_string(passes));
+    EXPECT_EQ(eval["result_params"]["refine_passes"], passes);
+    fn[passes] = eval["instances"]["false_negative_rate"];
+  }
+  EXPECT_LT(fn[1], fn[0] - 0.01) << "greedy " << fn[0] << ", refined " << fn[1];
+  std::string out;
+  EXPECT_EQ(RunCli("nest " + t + " --refine-passes -1", &out), 2);
+}
+
 // Timeline passes (the default, two) score a call by the gap since the event
 // that anchors it (its parent's arrival or an earlier child's return), by
 // the multiset of calls each anchor spawns, and by the parent's tail. On
@@ -116,11 +119,8 @@ nlohmann::json NestAndEval(TempDir& dir, const std::string& trace,
 // instances without it, 2.8% with it (seed 3).
 TEST(NestCliTest, TimelinePassesSeparateSerialChildrenTheStartDelayBlurs) {
   TempDir dir;
-  const std::string conf = std::string(BBPROF_SOURCE_DIR) + "/samples/children-0-2.conf";
-  const std::string t = dir.File("c02.bbt");
+  const std::string t = MakeSample(dir, "children-0-2");
   std::string out;
-  ASSERT_EQ(RunCli("maketrace " + conf + " -q --messages 60000 --seed 3 -o " + t, &out), 0)
-      << out;
   auto off = NestAndEval(dir, t, "--timeline-passes 0", "off");
   auto on = NestAndEval(dir, t, "", "on");
   EXPECT_EQ(off["result_params"]["timeline_passes"], 0);
@@ -140,12 +140,7 @@ TEST(NestCliTest, TimelinePassesSeparateSerialChildrenTheStartDelayBlurs) {
 // their AP calls to concurrent ones), and no false positive pattern is left.
 TEST(NestCliTest, TimelinePassesKeepAddedDelayLatenciesExact) {
   TempDir dir;
-  const std::string conf =
-      std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-added-delay.conf";
-  const std::string t = dir.File("ad.bbt");
-  std::string out;
-  ASSERT_EQ(RunCli("maketrace " + conf + " -q --messages 60000 --seed 3 -o " + t, &out), 0)
-      << out;
+  const std::string t = MakeSample(dir, "multitier-added-delay");
   auto off = NestAndEval(dir, t, "--timeline-passes 0", "off");
   auto on = NestAndEval(dir, t, "", "on");
   double lat_off = off["latency"]["relative_error_weighted"];
