@@ -22,7 +22,7 @@ struct Pending {
   uint64_t seq;  // input order, so ties leave in input order
   NodeId sender, receiver;
   trace::Kind kind;
-  std::string callid, pathid;
+  std::string callid, pathid, op;
 };
 
 struct LaterFirst {
@@ -214,6 +214,7 @@ Result<ApplySummary> ApplySkew(const std::string& input,
     r.kind = p.kind;
     r.callid = p.callid;
     r.pathid = p.pathid;
+    r.op = p.op;
     return w.Write(r);
   };
   auto release = [&](TimeNs upto, bool all) -> Status {
@@ -261,7 +262,8 @@ Result<ApplySummary> ApplySkew(const std::string& input,
     // Records already buffered that no later input can precede leave first.
     BBPROF_RETURN_IF_ERROR(release(release_bound(rec.ts_ns), false));
     heap.push_back({out, seq++, rec.sender, rec.receiver, rec.kind,
-                    std::string(rec.callid), std::string(rec.pathid)});
+                    std::string(rec.callid), std::string(rec.pathid),
+                    std::string(rec.op)});
     std::push_heap(heap.begin(), heap.end(), LaterFirst());
     summary.max_buffered =
         std::max<uint64_t>(summary.max_buffered, heap.size());

@@ -8,9 +8,14 @@
 #include <libdeflate.h>
 
 #include <charconv>
+#include <deque>
+#include <functional>
+#include <string>
+#include <unordered_map>
 #include <cstring>
 #include <vector>
 
+#include "trace/op.h"
 #include "trace/text_format.h"
 #include "trace/timestamp.h"
 
@@ -333,6 +338,24 @@ class BinaryReader final : public TraceReader {
         meta_.emplace_back(body);
         return true;
       }
+      case kOpOperationDef: {
+        if (!DecodeVarint(p_, &a) || p_ > end_ || !DecodeVarint(p_, &len) ||
+            p_ > end_ || len > static_cast<uint64_t>(end_ - p_)) {
+          return Corrupt(
+              "operation definition runs past the end of the block");
+        }
+        std::string_view name(reinterpret_cast<const char*>(p_), len);
+        p_ += len;
+        if (a != file_ops_.size()) {
+          return Corrupt("operation id " + std::to_string(a) +
+                         " defined out of order (expected " +
+                         std::to_string(file_ops_.size()) + ")");
+        }
+        std::string why = CheckOpToken(name);
+        if (!why.empty()) return Corrupt(why);
+        file_ops_.emplace_back(name);
+        return true;
+      }
       default:
         return Corrupt("unknown op byte " + Hex(op));
     }
@@ -349,7 +372,7 @@ class BinaryReader final : public TraceReader {
         if (!Special(op)) return false;
         continue;
       }
-      if (op & 0xc0) return UnknownOp(op);
+      if (op & 0x80) return UnknownOp(op);
       rec.kind = static_cast<Kind>(op & 3);
       uint64_t z;
       if (!DecodeVarint(p_, &z) || p_ > end_) {
@@ -363,6 +386,18 @@ class BinaryReader final : public TraceReader {
           !DecodeId((op >> 4) & 3, &prev_pathid_, pathid_buf_, &rec.pathid,
                     &rec.pathid_is_number, &rec.pathid_number, "pathid")) {
         return false;
+      }
+      rec.op = {};
+      if (op & kMessageHasOp) {
+        uint64_t id;
+        if (!DecodeVarint(p_, &id) || p_ > end_) {
+          return CorruptAt("message runs past the end of the block", "");
+        }
+        if (id >= file_ops_.size()) {
+          return Corrupt("message refers to undefined operation id " +
+                         std::to_string(id));
+        }
+        rec.op = file_ops_[id];
       }
       ++block_messages_;
       ++messages_;
@@ -390,6 +425,9 @@ class BinaryReader final : public TraceReader {
   uint64_t prev_pathid_ = 0;
   TimeNs last_ts_ = INT64_MIN;
   std::vector<NodeId> file_nodes_;  // file-local id -> NodeTable id
+  // File-local operation id -> name. A deque, so that the views handed out
+  // in Record::op stay valid as definitions are added.
+  std::deque<std::string> file_ops_;
   char callid_buf_[24] = {};
   char pathid_buf_[24] = {};
 };
@@ -428,12 +466,19 @@ class BinaryWriter final : public TraceWriter {
                                     rec.pathid_number, "pathid", &penc,
                                     &pathid_num));
     op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
+    uint32_t op_id = 0;
+    if (!rec.op.empty()) {
+      Result<uint32_t> id = OperationId(rec.op);
+      if (!id.ok()) return id.status();
+      op_id = *id;
+      op |= kMessageHasOp;
+    }
     // The record's bytes are written through a pointer, not byte by byte
     // through push_back: this is the inner loop of maketrace and capture.
     // Without raw ids a record takes at most 51 bytes: it is built on the
     // stack and appended in one copy; raw ids go through room made in buf_.
     const size_t raw = IdBytes(cenc, rec.callid) + IdBytes(penc, rec.pathid);
-    uint8_t small[1 + 5 * 10];
+    uint8_t small[1 + 6 * 10];
     const size_t start = buf_.size();
     if (raw > 0) buf_.resize(start + sizeof small + raw);
     uint8_t* const begin = raw > 0 ? buf_.data() + start : small;
@@ -445,6 +490,7 @@ class BinaryWriter final : public TraceWriter {
     p = PutVarint(p, r);
     p = PutId(p, cenc, rec.callid, callid_num, &prev_callid_);
     p = PutId(p, penc, rec.pathid, pathid_num, &prev_pathid_);
+    if (op & kMessageHasOp) p = PutVarint(p, op_id);
     if (raw > 0) {
       buf_.resize(start + static_cast<size_t>(p - begin));
     } else {
@@ -481,6 +527,30 @@ class BinaryWriter final : public TraceWriter {
       buf_.insert(buf_.end(), name.begin(), name.end());
     }
     return file_ids_[id];
+  }
+
+  // The file-local id of an operation name, emitting its definition on
+  // first use. Consecutive calls mostly repeat the last op, so it is checked
+  // before the table.
+  Result<uint32_t> OperationId(std::string_view name) {
+    if (name == last_op_) return last_op_id_;
+    auto it = op_ids_.find(name);
+    uint32_t id;
+    if (it != op_ids_.end()) {
+      id = it->second;
+    } else {
+      std::string why = CheckOpToken(name);
+      if (!why.empty()) return Status::Error("bad op: " + why);
+      id = static_cast<uint32_t>(op_ids_.size());
+      op_ids_.emplace(std::string(name), id);
+      buf_.push_back(kOpOperationDef);
+      AppendVarint(buf_, id);
+      AppendVarint(buf_, name.size());
+      buf_.insert(buf_.end(), name.begin(), name.end());
+    }
+    last_op_.assign(name);
+    last_op_id_ = id;
+    return id;
   }
 
   // How an id is stored: a number given as one (Record::*_is_number) or
@@ -565,6 +635,16 @@ class BinaryWriter final : public TraceWriter {
   std::vector<uint8_t> buf_;
   std::vector<uint32_t> file_ids_;
   uint32_t next_file_id_ = 0;
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>
+      op_ids_;
+  std::string last_op_;
+  uint32_t last_op_id_ = 0;
   uint32_t block_messages_ = 0;
   TimeNs prev_ts_ = 0;
   uint64_t prev_callid_ = 0;

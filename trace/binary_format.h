@@ -43,12 +43,18 @@ inline constexpr size_t kBinaryBlockTarget = 64 * 1024;
 inline constexpr size_t kBinaryMaxBlockPayload = 1 << 20;
 
 // Op byte: bits 0-1 kind (0 CALL, 1 RET, 2 MSG) or 3 = special item, whose
-// sub-op is in bits 2-7 (0 node definition, 1 meta line). For messages,
-// bits 2-3 encode the callid and bits 4-5 the pathid (kIdAbsent/kIdNumeric/
-// kIdRaw); bits 6-7 are zero.
+// sub-op is in bits 2-7 (0 node definition, 1 meta line, 2 operation-name
+// definition). For messages, bits 2-3 encode the callid and bits 4-5 the
+// pathid (kIdAbsent/kIdNumeric/kIdRaw); bit 6 says an operation name (trace
+// field 7) follows as the varint of its file-local id; bit 7 is zero.
+// Operation names are few and repeat on every call, so like node names they
+// are defined once per file and referred to by number. Files without ops are
+// byte-identical to those written before ops existed.
 inline constexpr uint8_t kOpSpecial = 3;
 inline constexpr uint8_t kOpNodeDef = kOpSpecial | (0 << 2);
 inline constexpr uint8_t kOpMeta = kOpSpecial | (1 << 2);
+inline constexpr uint8_t kOpOperationDef = kOpSpecial | (2 << 2);
+inline constexpr uint8_t kMessageHasOp = 1 << 6;
 inline constexpr uint8_t kIdAbsent = 0;
 inline constexpr uint8_t kIdNumeric = 1;
 inline constexpr uint8_t kIdRaw = 2;

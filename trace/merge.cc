@@ -24,7 +24,7 @@ struct Input {
     TimeNs ts;
     NodeId sender, receiver;
     Kind kind;
-    std::string callid, pathid;
+    std::string callid, pathid, op;
   };
   bool in_memory = false;  // --sort: records come from `sorted`
   std::vector<Owned> sorted;
@@ -44,7 +44,7 @@ struct Input {
     Record r;
     if (!reader->Next(r)) return false;
     cur = {Clocked(r.ts_ns), r.sender, r.receiver, r.kind,
-           std::string(r.callid), std::string(r.pathid)};
+           std::string(r.callid), std::string(r.pathid), std::string(r.op)};
     return true;
   }
 };
@@ -100,7 +100,8 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
       Record rec;
       while (in[i].reader->Next(rec)) {
         in[i].sorted.push_back({in[i].Clocked(rec.ts_ns), rec.sender, rec.receiver, rec.kind,
-                                std::string(rec.callid), std::string(rec.pathid)});
+                                std::string(rec.callid), std::string(rec.pathid),
+                                std::string(rec.op)});
       }
       if (!in[i].reader->status().ok()) return in[i].reader->status();
       std::stable_sort(in[i].sorted.begin(), in[i].sorted.end(),
@@ -186,6 +187,7 @@ Result<MergeSummary> MergeTraces(const std::vector<std::string>& inputs,
       out.receiver = map_node(c.receiver);
       out.callid = c.callid;
       out.pathid = c.pathid;
+      out.op = c.op;
       BBPROF_RETURN_IF_ERROR(w.Write(out));
       ++summary.written;
     }

@@ -47,6 +47,11 @@ struct Record {
   // Ground-truth path instance (maketrace only); empty when unknown. Analysis
   // must never look at it except in evaluation.
   std::string_view pathid;
+  // The operation the call asks for (trace field 7), as its decoder names it:
+  // `http:GET:/item/{n}`, `nfs3:GETATTR`, `redis:GET`; empty when unknown. A
+  // RET carries its CALL's op or none. A view, valid as long as callid's.
+  // Built with trace/op.h so that it is always a valid token.
+  std::string_view op = {};
   // For speed: a producer whose callid (pathid) is a number may give the
   // number instead of text. When the flag is set, writers use the number
   // (the text form writes it in decimal, the binary form stores it without

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trace/op.h"
 #include "trace/text_format.h"
 #include "trace/timestamp.h"
 
@@ -14,7 +15,7 @@ namespace bbprof::trace {
 namespace {
 
 constexpr size_t kReadChunk = 1 << 20;
-constexpr size_t kMaxFields = 6;
+constexpr size_t kMaxFields = 7;
 
 inline bool IsSep(char c) { return c == ' ' || c == '\t'; }
 
@@ -177,14 +178,14 @@ class TextReader final : public TraceReader {
       const char* start = p;
       while (p < end && !IsSep(*p)) ++p;
       if (n == kMaxFields) {
-        return "too many fields (expected at most 6: timestamp kind sender "
-               "receiver callid pathid)";
+        return "too many fields (expected at most 7: timestamp kind sender "
+               "receiver callid pathid op)";
       }
       f[n++] = std::string_view(start, static_cast<size_t>(p - start));
     }
     if (n < 5) {
-      return "too few fields (expected 5 or 6: timestamp kind sender "
-             "receiver callid [pathid]), found " +
+      return "too few fields (expected 5 to 7: timestamp kind sender "
+             "receiver callid [pathid [op]]), found " +
              std::to_string(n);
     }
     if (!ParseTimestamp(f[0], &rec.ts_ns)) {
@@ -209,6 +210,11 @@ class TextReader final : public TraceReader {
     if (!err.empty()) return err;
     rec.callid = f[4] == "-" ? std::string_view() : f[4];
     rec.pathid = (n < 6 || f[5] == "-") ? std::string_view() : f[5];
+    rec.op = (n < 7 || f[6] == "-") ? std::string_view() : f[6];
+    if (!rec.op.empty()) {
+      std::string why = CheckOpToken(rec.op);
+      if (!why.empty()) return "bad op " + Quote(rec.op) + ": " + why;
+    }
     return {};
   }
 

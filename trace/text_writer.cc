@@ -1,5 +1,6 @@
 // Text trace writer: canonical form (TAB-separated, nine fraction digits,
-// "-" for an unknown callid, the pathid field only when known), formatted
+// "-" for an unknown callid, the pathid field only when known or when an
+// op follows, the op field only when known), formatted
 // into a 256 KiB buffer and handed to the output stream in large writes.
 #include <charconv>
 #include <cstring>
@@ -55,6 +56,12 @@ class TextWriter final : public TraceWriter {
     } else if (!rec.pathid.empty()) {
       buf_.push_back('\t');
       Append(rec.pathid);
+    } else if (!rec.op.empty()) {
+      Append("\t-");  // field 7 needs field 6, "-" when no pathid is known
+    }
+    if (!rec.op.empty()) {
+      buf_.push_back('\t');
+      Append(rec.op);
     }
     buf_.push_back('\n');
     ++records_;

@@ -4,6 +4,7 @@
 #include "trace/binary_format.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <random>
 #include <string>
@@ -43,6 +44,23 @@ Status Copy(const std::string& in, const std::string& out, TraceFormat format,
   return (*w)->Close();
 }
 
+uint32_t LoadLe32(const std::string& s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) {
+    v = v << 8 | static_cast<uint8_t>(s[at + static_cast<size_t>(i)]);
+  }
+  return v;
+}
+void StoreLe32(std::string* s, size_t at, uint32_t v) {
+  for (size_t i = 0; i < 4; ++i) (*s)[at + i] = static_cast<char>(v >> (8 * i));
+}
+// The block checksum is the standard CRC-32, so zlib computes it too.
+uint32_t Crc32(const std::string& s) {
+  return static_cast<uint32_t>(
+      crc32(0L, reinterpret_cast<const Bytef*>(s.data()),
+            static_cast<uInt>(s.size())));
+}
+
 // Reads every record; returns the error message ("" if none) and the count.
 std::string ReadAllError(const std::string& path, uint64_t* count = nullptr,
                          ReaderOptions opts = {}) {
@@ -60,6 +78,7 @@ std::string ReadAllError(const std::string& path, uint64_t* count = nullptr,
 // deltas, repeated timestamps, meta lines between records.
 std::string RandomCanonicalTrace(uint64_t seed, int n) {
   std::mt19937_64 rng(seed);
+  std::mt19937_64 op_rng(seed + 1);
   std::string s =
       "#bbprof-trace 1\n#meta source=random seed=" + std::to_string(seed) +
       "\n";
@@ -108,9 +127,16 @@ std::string RandomCanonicalTrace(uint64_t seed, int n) {
     std::string sender = si == 6 ? longname : names[si];
     std::string receiver = ri == 6 ? longname : names[ri];
     std::string pathid = token();
+    // Operation names (field 7), from a separate generator so the other
+    // fields are those of traces written before ops existed.
+    const char* ops[] = {"http:GET:/item/{n}", "nfs3:GETATTR", "dns:A",
+                         "redis:GET", "pg:SELECT:users", "http:GET:/a%20b"};
+    uint64_t op_pick = op_rng() % 9;
+    std::string op = op_pick < 6 ? ops[op_pick] : "-";
     s += FormatTimestamp(t) + "\t" + kinds[rng() % 3] + "\t" + sender + "\t" +
          receiver + "\t" + token();
-    if (pathid != "-") s += "\t" + pathid;
+    if (pathid != "-" || op != "-") s += "\t" + pathid;
+    if (op != "-") s += "\t" + op;
     s += "\n";
   }
   s += "#meta trailing=yes\n";
@@ -140,6 +166,61 @@ TEST(BinaryFormatTest, RandomTraceRoundTripsByteForByteAcrossManyBlocks) {
   }
   // Several blocks, so per-block delta resets are exercised.
   EXPECT_GT(ReadFile(dir.File("r.bbt")).size(), 4 * kBinaryBlockTarget);
+}
+
+TEST(BinaryFormatTest, OperationsRoundTripAndTracesWithoutThemAreUnchanged) {
+  TempDir dir;
+  std::string with_ops = dir.Write(
+      "ops.trace",
+      "#bbprof-trace 1\n"
+      "1.000000000\tCALL\tc\ts\t1\t-\thttp:GET:/item/{n}\n"
+      "1.000000100\tCALL\ts\tdb\t2\tp9\tpg:SELECT:users\n"
+      "1.000000200\tRET\tdb\ts\t2\tp9\tpg:SELECT:users\n"
+      "1.000000300\tRET\ts\tc\t1\n");
+  ASSERT_TRUE(Copy(with_ops, dir.File("ops.bbt"), TraceFormat::kBinary).ok());
+  auto r = OpenTraceReader(dir.File("ops.bbt"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  Record rec;
+  std::vector<std::string> seen;
+  while ((*r)->Next(rec)) seen.emplace_back(rec.op);
+  ASSERT_TRUE((*r)->status().ok()) << (*r)->status().message();
+  EXPECT_EQ(seen, (std::vector<std::string>{"http:GET:/item/{n}",
+                                            "pg:SELECT:users",
+                                            "pg:SELECT:users", ""}));
+  ASSERT_TRUE(
+      Copy(dir.File("ops.bbt"), dir.File("back.trace"), TraceFormat::kText)
+          .ok());
+  EXPECT_EQ(ReadFile(dir.File("back.trace")), ReadFile(with_ops));
+
+  // A trace without ops is written exactly as before ops existed: no op
+  // definitions, bit 6 never set (older readers read it).
+  std::string sample =
+      std::string(BBPROF_SOURCE_DIR) + "/samples/paper_example.trace";
+  ASSERT_TRUE(Copy(sample, dir.File("plain.bbt"), TraceFormat::kBinary).ok());
+  std::string plain = ReadFile(dir.File("plain.bbt"));
+  std::string with = ReadFile(dir.File("ops.bbt"));
+  EXPECT_EQ(plain.find(static_cast<char>(kOpOperationDef)), std::string::npos);
+  EXPECT_NE(with.find(static_cast<char>(kOpOperationDef)), std::string::npos);
+}
+
+TEST(BinaryFormatTest, UndefinedOperationIdIsCorruption) {
+  TempDir dir;
+  std::string in = dir.Write(
+      "one.trace", "1.0\tCALL\ta\tb\t1\t-\tdns:A\n");
+  ASSERT_TRUE(Copy(in, dir.File("one.bbt"), TraceFormat::kBinary).ok());
+  std::string bytes = ReadFile(dir.File("one.bbt"));
+  // Point the message at operation id 1, which was never defined, and fix
+  // the block's checksum so that only the reference is wrong.
+  size_t payload = kBinaryFileHeaderBytes + kBinaryBlockHeaderBytes;
+  std::string block = bytes.substr(payload, LoadLe32(bytes, kBinaryFileHeaderBytes));
+  ASSERT_EQ(block.back(), '\0');  // the op id is the message's last byte
+  block.back() = '\1';
+  bytes.replace(payload, block.size(), block);
+  StoreLe32(&bytes, kBinaryFileHeaderBytes + 8, Crc32(block));
+  dir.Write("bad.bbt", bytes);
+  EXPECT_NE(ReadAllError(dir.File("bad.bbt")).find("undefined operation id 1"),
+            std::string::npos)
+      << ReadAllError(dir.File("bad.bbt"));
 }
 
 TEST(BinaryFormatTest, HeaderMetaIsKnownOnceOpen) {

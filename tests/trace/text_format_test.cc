@@ -156,11 +156,14 @@ INSTANTIATE_TEST_SUITE_P(
     AllRules, TextFormatErrorTest,
     ::testing::Values(
         BadCase{"1.0\tCALL\ta\tb\n",
-                "1: too few fields (expected 5 or 6: timestamp kind sender "
-                "receiver callid [pathid]), found 4"},
-        BadCase{"1.0\tCALL\ta\tb\tc\td\te\n",
-                "1: too many fields (expected at most 6: timestamp kind "
-                "sender receiver callid pathid)"},
+                "1: too few fields (expected 5 to 7: timestamp kind sender "
+                "receiver callid [pathid [op]]), found 4"},
+        BadCase{"1.0\tCALL\ta\tb\tc\td\te\tf\n",
+                "1: too many fields (expected at most 7: timestamp kind "
+                "sender receiver callid pathid op)"},
+        BadCase{"1.0\tCALL\ta\tb\tc\t-\thttp:GET:/f(x)\n",
+                "1: bad op 'http:GET:/f(x)': op contains whitespace, a "
+                "control byte or one of '( ) , ;' (byte 0x28)"},
         BadCase{"#bbprof-trace 1\n1.0x\tCALL\ta\tb\tc\n",
                 "2: bad timestamp '1.0x' (expected seconds since the epoch "
                 "with 0 to 9 fraction digits, e.g. 1047680084.482205)"},
@@ -179,6 +182,37 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"#bbprof-trace 2\n",
                 "1: unsupported trace version '2' (this bbprof reads version "
                 "1)"}));
+
+TEST(TextFormatTest, OpFieldIsReadAndWrittenCanonically) {
+  TempDir dir;
+  // Field 7 with and without a pathid; a RET without its op; "-" for none.
+  std::string p = dir.Write("ops.trace",
+                            "1.0 CALL a b 7 - http:GET:/item/{n}\n"
+                            "1.5 CALL b c 8 p1 redis:GET\n"
+                            "1.6 RET c b 8 p1 -\n"
+                            "2.0 RET b a 7\n");
+  auto r = OpenTraceReader(p);
+  ASSERT_TRUE(r.ok());
+  auto w = OpenTraceWriter(dir.File("out.trace"), &(*r)->nodes(),
+                           TraceFormat::kText);
+  ASSERT_TRUE(w.ok());
+  Record rec;
+  std::vector<std::string> ops;
+  while ((*r)->Next(rec)) {
+    ops.emplace_back(rec.op);
+    ASSERT_TRUE((*w)->Write(rec).ok());
+  }
+  ASSERT_TRUE((*r)->status().ok()) << (*r)->status().message();
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_EQ(ops, (std::vector<std::string>{"http:GET:/item/{n}", "redis:GET",
+                                           "", ""}));
+  EXPECT_EQ(ReadFile(dir.File("out.trace")),
+            "#bbprof-trace 1\n"
+            "1.000000000\tCALL\ta\tb\t7\t-\thttp:GET:/item/{n}\n"
+            "1.500000000\tCALL\tb\tc\t8\tp1\tredis:GET\n"
+            "1.600000000\tRET\tc\tb\t8\tp1\n"
+            "2.000000000\tRET\tb\ta\t7\n");
+}
 
 TEST(TextFormatTest, OverlongNameIsRejected) {
   TempDir dir;
@@ -206,8 +240,8 @@ TEST(TextFormatTest, SkipBadLinesCountsThem) {
   EXPECT_EQ(n, 2);
   EXPECT_EQ((*r)->bad_lines_skipped(), 1u);
   EXPECT_EQ((*r)->first_bad_line_error(),
-            p + ":2: too few fields (expected 5 or 6: timestamp kind sender "
-                "receiver callid [pathid]), found 1");
+            p + ":2: too few fields (expected 5 to 7: timestamp kind sender "
+                "receiver callid [pathid [op]]), found 1");
 }
 
 TEST(TextFormatTest, MissingFileIsAClearError) {
