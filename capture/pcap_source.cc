@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "trace/byte_stream.h"
+#include "trace/timestamp.h"
 
 namespace bbprof::capture {
 
@@ -82,8 +83,13 @@ bool StartsCompressed(const std::string& path) {
 void Deliver(u_char* user, const struct pcap_pkthdr* h, const u_char* bytes) {
   auto* impl = reinterpret_cast<PacketSource::Impl*>(user);
   Frame f;
-  f.ts = static_cast<trace::TimeNs>(h->ts.tv_sec) * trace::kNsPerSecond +
-         static_cast<trace::TimeNs>(h->ts.tv_usec) * (impl->nano ? 1 : 1000);
+  // A pcapng block may carry any 64-bit timestamp at any resolution, so the
+  // product is checked; out of range becomes -1, outside the valid range of
+  // trace/timestamp.h, which the reducer counts as timestamp_out_of_range.
+  if (!trace::CheckedTimeFromParts(h->ts.tv_sec, h->ts.tv_usec,
+                                   impl->nano ? 1 : 1000, &f.ts)) {
+    f.ts = -1;
+  }
   f.data = std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes),
                                       h->caplen);
   f.wire_length = h->len;

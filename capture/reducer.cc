@@ -8,6 +8,7 @@
 #include "capture/link.h"
 #include "capture/tcp_reassembly.h"
 #include "capture/transport.h"
+#include "trace/timestamp.h"
 
 namespace bbprof::capture {
 
@@ -422,6 +423,13 @@ Status Reducer::AddFrame(uint32_t link_type, trace::TimeNs ts,
                          uint32_t wire_length) {
   ++packets_;
   bytes_ += std::max<uint64_t>(wire_length, frame.size());
+  // The one range rule of trace/timestamp.h: a frame stamped outside it
+  // (a forged pcapng, a clock gone wild) is counted, not decoded, so every
+  // time the flow table and the outputs see is valid.
+  if (!trace::InTimeRange(ts)) [[unlikely]] {
+    Count("timestamp_out_of_range");
+    return Status::Ok();
+  }
   if (ts > now_) now_ = ts;
   LinkResult link = ParseLink(link_type, frame);
   if (!link.ok) {

@@ -70,16 +70,23 @@ int Run(std::span<const std::string> args) {
   if (auto rc = cl.Parse(args)) return *rc;
 
   convolution::Params p;
+  std::string range_error;  // the last flag that is not a number in range
   auto seconds = [&](const char* flag, trace::TimeNs* out) -> bool {
     if (!cl.Has(flag)) return true;
     const std::string text = cl.Get<std::string>(flag);
-    return trace::ParseSecondsFlag(text, out);
+    if (trace::ParseSecondsFlag(text, out)) return true;
+    range_error = "--" + std::string(flag) + " '" + text + "' " +
+                  trace::FlagSecondsError(text);
+    return false;
   };
-  if (!seconds("quantum", &p.quantum_ns) || p.quantum_ns <= 0) {
+  if (!seconds("quantum", &p.quantum_ns)) return cl.UsageError(range_error);
+  if (p.quantum_ns <= 0) {
     return cl.UsageError("--quantum must be a positive number of seconds");
   }
-  if (cl.Has("max-delay") &&
-      (!seconds("max-delay", &p.max_delay_ns) || p.max_delay_ns <= 0)) {
+  if (cl.Has("max-delay") && !seconds("max-delay", &p.max_delay_ns)) {
+    return cl.UsageError(range_error);
+  }
+  if (cl.Has("max-delay") && p.max_delay_ns <= 0) {
     return cl.UsageError("--max-delay must be a positive number of seconds");
   }
   // The paper's fixed v of one quantum unless asked otherwise: spread-aware

@@ -47,8 +47,9 @@ int Run(std::span<const std::string> args) {
   if (cl.Has("format") && !trace::ParseTraceFormat(cl.Get<std::string>("format"), &opts.format)) {
     return cl.UsageError("--format must be text or binary");
   }
-  if (!trace::ParseSecondsFlag(cl.Get<std::string>("dedup-window"), &opts.dedup_window)) {
-    return cl.UsageError("--dedup-window must be a number of seconds");
+  if (const std::string w = cl.Get<std::string>("dedup-window");
+      !trace::ParseSecondsFlag(w, &opts.dedup_window)) {
+    return cl.UsageError("--dedup-window '" + w + "' " + trace::FlagSecondsError(w));
   }
   opts.sort_inputs = cl.Has("sort");
   opts.open = [](const std::string& path, std::shared_ptr<trace::NodeTable> nodes,

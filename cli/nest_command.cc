@@ -69,9 +69,11 @@ int Run(std::span<const std::string> args) {
   if (params.timeline_passes < 0 || params.timeline_passes > 100) {
     return cl.UsageError("--timeline-passes must be between 0 and 100");
   }
-  if (!trace::ParseSecondsFlag(cl.Get<std::string>("skew-window"),
-                               &params.skew_window) ||
-      params.skew_window < 0) {
+  if (const std::string w = cl.Get<std::string>("skew-window");
+      !trace::ParseSecondsFlag(w, &params.skew_window)) {
+    return cl.UsageError("--skew-window '" + w + "' " + trace::FlagSecondsError(w));
+  }
+  if (params.skew_window < 0) {
     return cl.UsageError("--skew-window must be a non-negative number of seconds, not '" +
                          cl.Get<std::string>("skew-window") + "'");
   }

@@ -18,6 +18,7 @@
 #include "trace/op.h"
 #include "trace/text_format.h"
 #include "trace/timestamp.h"
+#include "trace/token.h"
 
 namespace bbprof::trace {
 
@@ -88,16 +89,6 @@ inline void AppendVarint(std::vector<uint8_t>& buf, uint64_t v) {
   buf.push_back(static_cast<uint8_t>(v));
 }
 
-// A raw callid/pathid or node name must be a token the text form can carry.
-bool IsToken(std::string_view s) {
-  if (s.empty() || s == "-") return false;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) return false;
-  }
-  return true;
-}
-
 std::string Hex(uint8_t b) {
   static const char kDigits[] = "0123456789abcdef";
   return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
@@ -136,7 +127,6 @@ class BinaryReader final : public TraceReader {
     return ReadAheadFirstRecord();
   }
 
-
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
 
  private:
@@ -174,6 +164,21 @@ class BinaryReader final : public TraceReader {
   [[gnu::cold, gnu::noinline]] bool CorruptAt(const char* what,
                                               const char* detail) {
     return Corrupt(std::string(what) + detail);
+  }
+  // FILE: message N: what is wrong with a record (numbered from 1, as the
+  // text reader numbers lines).
+  [[gnu::cold, gnu::noinline]] bool BadRecord(const std::string& what) {
+    return Fail(path_ + ": message " + std::to_string(messages_ + 1) + ": " +
+                what);
+  }
+  [[gnu::cold, gnu::noinline]] bool BadToken(const std::string& why) {
+    return BadRecord("corrupt binary trace: bad " + why);
+  }
+  [[gnu::cold, gnu::noinline]] bool TimeOutOfRange(TimeNs prev, int64_t delta) {
+    return BadRecord("corrupt binary trace: timestamp delta " +
+                     std::to_string(delta) + " ns after " +
+                     FormatTimestamp(prev) + " leaves the valid range (" +
+                     kTimeRangeText + ")");
   }
   [[gnu::cold, gnu::noinline]] bool UnknownOp(uint8_t op) {
     return Corrupt("unknown op byte " + Hex(op));
@@ -255,7 +260,8 @@ class BinaryReader final : public TraceReader {
   [[gnu::always_inline]] bool DecodeId(uint8_t encoding, uint64_t* prev,
                                        char* num_buf, std::string_view* out,
                                        bool* is_number, uint64_t* number,
-                                       const char* what) {
+                                       TokenKind kind) {
+    const char* what = kind == TokenKind::kCallid ? "callid" : "pathid";
     *is_number = false;
     switch (encoding) {
       case kIdAbsent:
@@ -285,8 +291,8 @@ class BinaryReader final : public TraceReader {
         }
         *out = std::string_view(reinterpret_cast<const char*>(p_), len);
         p_ += len;
-        if (!IsToken(*out)) {
-          return CorruptAt(what, " is empty or contains whitespace");
+        if (std::string why = CheckToken(*out, kind); !why.empty()) {
+          return BadToken(why);
         }
         return true;
       }
@@ -378,13 +384,19 @@ class BinaryReader final : public TraceReader {
       if (!DecodeVarint(p_, &z) || p_ > end_) {
         return CorruptAt("message runs past the end of the block", "");
       }
-      prev_ts_ += UnZigZag(z);
-      rec.ts_ns = prev_ts_;
+      // A forged block with a valid checksum can carry any delta: the sum is
+      // checked, and the one range rule of timestamp.h applied.
+      if (!CheckedTimeAdd(prev_ts_, UnZigZag(z), &rec.ts_ns)) {
+        return TimeOutOfRange(prev_ts_, UnZigZag(z));
+      }
+      prev_ts_ = rec.ts_ns;
       if (!NodeRef(&rec.sender) || !NodeRef(&rec.receiver)) return false;
       if (!DecodeId((op >> 2) & 3, &prev_callid_, callid_buf_, &rec.callid,
-                    &rec.callid_is_number, &rec.callid_number, "callid") ||
+                    &rec.callid_is_number, &rec.callid_number,
+                    TokenKind::kCallid) ||
           !DecodeId((op >> 4) & 3, &prev_pathid_, pathid_buf_, &rec.pathid,
-                    &rec.pathid_is_number, &rec.pathid_number, "pathid")) {
+                    &rec.pathid_is_number, &rec.pathid_number,
+                    TokenKind::kPathid)) {
         return false;
       }
       rec.op = {};
@@ -454,17 +466,16 @@ class BinaryWriter final : public TraceWriter {
   }
 
   Status Write(const Record& rec) override {
+    BBPROF_RETURN_IF_ERROR(CheckRecordFields(rec, records_));
     uint32_t s = FileId(rec.sender);
     uint32_t r = FileId(rec.receiver);
     uint8_t op = static_cast<uint8_t>(rec.kind);
     uint64_t callid_num = 0, pathid_num = 0;
     uint8_t cenc, penc;
-    BBPROF_RETURN_IF_ERROR(Classify(rec.callid, rec.callid_is_number,
-                                    rec.callid_number, "callid", &cenc,
-                                    &callid_num));
-    BBPROF_RETURN_IF_ERROR(Classify(rec.pathid, rec.pathid_is_number,
-                                    rec.pathid_number, "pathid", &penc,
-                                    &pathid_num));
+    Classify(rec.callid, rec.callid_is_number, rec.callid_number, &cenc,
+             &callid_num);
+    Classify(rec.pathid, rec.pathid_is_number, rec.pathid_number, &penc,
+             &pathid_num);
     op |= static_cast<uint8_t>(cenc << 2 | penc << 4);
     uint32_t op_id = 0;
     if (!rec.op.empty()) {
@@ -554,10 +565,10 @@ class BinaryWriter final : public TraceWriter {
   }
 
   // How an id is stored: a number given as one (Record::*_is_number) or
-  // written in canonical decimal, raw text, or absent.
-  static Status Classify(std::string_view token, bool is_number,
-                         uint64_t number, const char* what, uint8_t* enc,
-                         uint64_t* num) {
+  // written in canonical decimal, raw text (checked by CheckRecordFields),
+  // or absent.
+  static void Classify(std::string_view token, bool is_number, uint64_t number,
+                       uint8_t* enc, uint64_t* num) {
     if (is_number) {
       *enc = kIdNumeric;
       *num = number;
@@ -566,14 +577,8 @@ class BinaryWriter final : public TraceWriter {
     } else if (ParseCanonicalUnsigned(token, num)) {
       *enc = kIdNumeric;
     } else {
-      if (!IsToken(token) || token.size() > kMaxLineBytes) {
-        return Status::Error(std::string(what) + " '" + std::string(token) +
-                             "' is not a token (whitespace, control bytes, "
-                             "'-' or too long)");
-      }
       *enc = kIdRaw;
     }
-    return Status::Ok();
   }
 
   // Bytes a raw id needs beyond the varint room Write always makes.

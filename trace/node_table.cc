@@ -1,28 +1,11 @@
 #include "trace/node_table.h"
 
-#include <cstdio>
+#include "trace/token.h"
 
 namespace bbprof::trace {
 
 std::string CheckNodeName(std::string_view name) {
-  if (name.empty()) return "empty node name";
-  if (name.size() > kMaxNodeNameBytes) {
-    return "node name longer than 255 bytes";
-  }
-  for (char c : name) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '(' || c == ')' || c == ',' || c == ';') {
-      return std::string("node name '") + std::string(name) +
-             "' contains reserved character '" + c + "'";
-    }
-    if (u <= 0x20 || u == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "0x%02x", u);
-      return std::string("node name contains whitespace or control byte ") +
-             hex;
-    }
-  }
-  return {};
+  return CheckToken(name, TokenKind::kNodeName);
 }
 
 NodeId NodeTable::Intern(std::string_view name) {

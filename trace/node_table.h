@@ -13,13 +13,13 @@
 
 #include "base/status.h"
 #include "trace/record.h"
+#include "trace/token.h"
 
 namespace bbprof::trace {
 
-constexpr size_t kMaxNodeNameBytes = 255;
-
-// Checks a node name against the format's rules: 1 to 255 bytes, no
-// whitespace or control characters, none of "( ) , ;". Returns an empty
+// Checks a node name against the format's token rule (trace/token.h): 1 to
+// 255 bytes of valid UTF-8, no whitespace or control bytes, none of
+// "( ) , ;". Returns an empty
 // string when valid, else what is wrong (without file/line context).
 std::string CheckNodeName(std::string_view name);
 

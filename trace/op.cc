@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "trace/token.h"
+
 namespace bbprof::trace {
 
 namespace {
@@ -10,6 +12,10 @@ bool Reserved(unsigned char u) {
   return u <= 0x20 || u == 0x7f || u == '(' || u == ')' || u == ',' ||
          u == ';';
 }
+
+// MakeOp also escapes every non-ASCII byte: a URL or statement may hold any
+// bytes, and an op must be valid UTF-8 like every token of the format.
+bool Escaped(unsigned char u) { return Reserved(u) || u == '%' || u >= 0x80; }
 
 }  // namespace
 
@@ -29,6 +35,7 @@ std::string CheckOpToken(std::string_view op) {
              hex + ")";
     }
   }
+  if (!IsValidUtf8(op)) return "op is not valid UTF-8";
   return {};
 }
 
@@ -47,7 +54,7 @@ std::string MakeOp(std::initializer_list<std::string_view> parts) {
     }
     for (char c : part) {
       auto u = static_cast<unsigned char>(c);
-      bool escape = Reserved(u) || u == '%';
+      bool escape = Escaped(u);
       // Keep one byte for the '~' that marks a cut name.
       if (out.size() + (escape ? 3 : 1) > kMaxOpBytes - 1) {
         cut = true;

@@ -20,12 +20,12 @@ namespace bbprof::trace {
 inline constexpr size_t kMaxOpBytes = 255;
 
 // Checks an op token: 1 to kMaxOpBytes bytes, not "-", no whitespace or
-// control bytes, none of "( ) , ;". Returns an empty string when valid, else
+// control bytes, none of "( ) , ;", valid UTF-8. Returns an empty string when valid, else
 // what is wrong (control bytes shown as 0xNN, never raw).
 std::string CheckOpToken(std::string_view op);
 
 // Joins `parts` with ':' after percent-encoding, in each part, every byte a
-// token cannot hold and '%'. Parts beyond kMaxOpBytes are cut (at a whole
+// token cannot hold, every non-ASCII byte and '%'. Parts beyond kMaxOpBytes are cut (at a whole
 // percent escape) and the op ends in "~" so a cut name is never mistaken for
 // a real one. Empty parts are skipped. Returns "" when no part is left.
 std::string MakeOp(std::initializer_list<std::string_view> parts);

@@ -2,11 +2,14 @@
 // told by its first bytes after decompression (a gzip-compressed binary trace
 // is a binary trace), never by its name.
 #include <cstring>
+#include <tuple>
 
 #include "trace/binary_format.h"
 #include "trace/byte_stream.h"
 #include "trace/reader.h"
 #include "trace/text_format.h"
+#include "trace/timestamp.h"
+#include "trace/token.h"
 #include "trace/writer.h"
 
 namespace bbprof::trace {
@@ -70,6 +73,24 @@ Result<std::unique_ptr<TraceReader>> OpenTraceReader(
   }
   return NewTextReader(std::move(peeked), std::move(name), std::move(nodes),
                        options);
+}
+
+Status CheckRecordFields(const Record& rec, uint64_t index) {
+  if (!InTimeRange(rec.ts_ns)) [[unlikely]] {
+    return Status::Error("record " + std::to_string(index + 1) +
+                         ": timestamp " + FormatTimestamp(rec.ts_ns) +
+                         " is out of range (" + kTimeRangeText + ")");
+  }
+  for (auto [text, is_number, kind] :
+       {std::tuple{rec.callid, rec.callid_is_number, TokenKind::kCallid},
+        std::tuple{rec.pathid, rec.pathid_is_number, TokenKind::kPathid}}) {
+    if (is_number || text.empty()) continue;
+    if (std::string why = CheckToken(text, kind); !why.empty()) [[unlikely]] {
+      return Status::Error("record " + std::to_string(index + 1) + ": bad " +
+                           why);
+    }
+  }
+  return Status::Ok();
 }
 
 TraceFormat FormatForPath(std::string_view path) {

@@ -9,6 +9,7 @@
 #include "trace/op.h"
 #include "trace/text_format.h"
 #include "trace/timestamp.h"
+#include "trace/token.h"
 
 namespace bbprof::trace {
 
@@ -19,18 +20,18 @@ constexpr size_t kMaxFields = 7;
 
 inline bool IsSep(char c) { return c == ' ' || c == '\t'; }
 
-std::string Quote(std::string_view s) {
-  constexpr size_t kMax = 40;
-  std::string out = "'";
-  if (s.size() > kMax) {
-    out.append(s.substr(0, kMax));
-    out += "...";
-  } else {
-    out.append(s);
-  }
-  out += "'";
-  return out;
+std::string Quote(std::string_view s) { return EscapeForMessage(s); }
+
+// A file with old Mac (CR-only) line endings reads as one long line. CRLF is
+// accepted (the CR before the newline is dropped); a CR anywhere else is
+// named as what it is rather than as the field error it causes. Checked on
+// the error paths and in comment lines only, off the hot path.
+bool HasCr(std::string_view s) {
+  return s.find('\r') != std::string_view::npos;
 }
+constexpr const char* kCrMessage =
+    "CR line endings are not supported (expected LF or CRLF); convert with "
+    "tr '\\r' '\\n' < IN > OUT";
 
 class TextReader final : public TraceReader {
  public:
@@ -43,7 +44,6 @@ class TextReader final : public TraceReader {
 
   // Reads up to the first record, collecting the header and meta lines.
   Status ReadHeader() { return ReadAheadFirstRecord(); }
-
 
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
 
@@ -85,10 +85,14 @@ class TextReader final : public TraceReader {
   }
 
   bool LineTooLong(uint64_t line) {
-    status_ = Status::Error(path_ + ":" + std::to_string(line) +
-                            ": line longer than " +
-                            std::to_string(kMaxLineBytes) +
-                            " bytes (is this a trace file?)");
+    if (HasCr(std::string_view(buf_.data() + pos_, end_ - pos_))) {
+      status_ =
+          Status::Error(path_ + ":" + std::to_string(line) + ": " + kCrMessage);
+      return false;
+    }
+    status_ = Status::Error(
+        path_ + ":" + std::to_string(line) + ": line longer than " +
+        std::to_string(kMaxLineBytes) + " bytes (is this a trace file?)");
     return false;
   }
 
@@ -98,10 +102,15 @@ class TextReader final : public TraceReader {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.empty()) continue;
       if (line[0] == '#') {
+        if (HasCr(line)) {
+          status_ = Status::Error(Where() + kCrMessage);
+          return false;
+        }
         if (!HandleComment(line)) return false;
         continue;
       }
       std::string err = ParseLine(line, rec);
+      if (!err.empty() && HasCr(line)) err = kCrMessage;
       if (err.empty()) {
         if (rec.ts_ns < last_ts_ && !options_.allow_unsorted) {
           status_ = Status::Error(
@@ -191,7 +200,8 @@ class TextReader final : public TraceReader {
     if (!ParseTimestamp(f[0], &rec.ts_ns)) {
       return "bad timestamp " + Quote(f[0]) +
              " (expected seconds since the epoch with 0 to 9 fraction "
-             "digits, e.g. 1047680084.482205)";
+             "digits, e.g. 1047680084.482205, from " +
+             std::string(kTimeRangeText) + ")";
     }
     std::string_view k = f[1];
     if (k == "CALL" || k == "CALL_SENT") {
@@ -210,10 +220,22 @@ class TextReader final : public TraceReader {
     if (!err.empty()) return err;
     rec.callid = f[4] == "-" ? std::string_view() : f[4];
     rec.pathid = (n < 6 || f[5] == "-") ? std::string_view() : f[5];
+    if (!rec.callid.empty()) {
+      if (std::string why = CheckToken(rec.callid, TokenKind::kCallid);
+          !why.empty()) {
+        return "bad " + why;
+      }
+    }
+    if (!rec.pathid.empty()) {
+      if (std::string why = CheckToken(rec.pathid, TokenKind::kPathid);
+          !why.empty()) {
+        return "bad " + why;
+      }
+    }
     rec.op = (n < 7 || f[6] == "-") ? std::string_view() : f[6];
     if (!rec.op.empty()) {
       std::string why = CheckOpToken(rec.op);
-      if (!why.empty()) return "bad op " + Quote(rec.op) + ": " + why;
+      if (!why.empty()) return "bad op " + EscapeForMessage(rec.op) + ": " + why;
     }
     return {};
   }

@@ -35,6 +35,7 @@ class TextWriter final : public TraceWriter {
   }
 
   Status Write(const Record& rec) override {
+    BBPROF_RETURN_IF_ERROR(CheckRecordFields(rec, records_));
     char ts[32];
     Append(std::string_view(ts, FormatTimestamp(rec.ts_ns, ts)));
     buf_.push_back('\t');

@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 
 namespace bbprof::trace {
 
@@ -38,11 +37,11 @@ bool ParseTimestamp(std::string_view text, TimeNs* out) {
                                            1};
     frac *= kScale[frac_digits];
   }
-  if (secs > std::numeric_limits<int64_t>::max() / kNsPerSecond - 1) {
-    return false;
-  }
+  // The one range rule of timestamp.h, checked before multiplying (ten
+  // digits of seconds can exceed int64 nanoseconds).
+  if (secs > kMaxTimeNs / kNsPerSecond) return false;
   *out = secs * kNsPerSecond + frac;
-  return true;
+  return InTimeRange(*out);
 }
 
 size_t FormatTimestamp(TimeNs ns, char* buf) {
@@ -79,9 +78,19 @@ bool ParseSecondsFlag(std::string_view text, TimeNs* out) {
   double v = std::strtod(s.c_str(), &endp);
   if (endp != s.c_str() + s.size() || !std::isfinite(v)) return false;
   double ns = v * 1e9;
-  if (std::fabs(ns) > 9.2e18) return false;
+  if (std::fabs(ns) > static_cast<double>(kMaxTimeNs)) return false;
   *out = static_cast<TimeNs>(std::llround(ns));
   return true;
+}
+
+std::string FlagSecondsError(std::string_view text) {
+  std::string s(text);
+  char* endp = nullptr;
+  double v = std::strtod(s.c_str(), &endp);
+  if (!s.empty() && endp == s.c_str() + s.size() && !std::isnan(v)) {
+    return "is out of range (at most 4611686018.427387903 seconds either way)";
+  }
+  return "is not a number of seconds (e.g. 0.03 or 30e-3)";
 }
 
 }  // namespace bbprof::trace

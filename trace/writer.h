@@ -21,6 +21,13 @@ TraceFormat FormatForPath(std::string_view path);
 // Parses "text" or "binary" (for --format flags).
 bool ParseTraceFormat(std::string_view text, TraceFormat* out);
 
+// The writers' input check, the same rule the readers apply: a timestamp in
+// the valid range (trace/timestamp.h) and callid/pathid text that is a token
+// (trace/token.h), so a writer never produces a file its reader refuses.
+// `index` (records written before this one) numbers the record in the
+// message. Node names are checked where they are interned.
+Status CheckRecordFields(const Record& rec, uint64_t index);
+
 class TraceWriter {
  public:
   virtual ~TraceWriter() = default;

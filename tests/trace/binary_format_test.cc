@@ -4,7 +4,7 @@
 #include "trace/binary_format.h"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <random>
 #include <string>
@@ -54,11 +54,8 @@ uint32_t LoadLe32(const std::string& s, size_t at) {
 void StoreLe32(std::string* s, size_t at, uint32_t v) {
   for (size_t i = 0; i < 4; ++i) (*s)[at + i] = static_cast<char>(v >> (8 * i));
 }
-// The block checksum is the standard CRC-32, so zlib computes it too.
 uint32_t Crc32(const std::string& s) {
-  return static_cast<uint32_t>(
-      crc32(0L, reinterpret_cast<const Bytef*>(s.data()),
-            static_cast<uInt>(s.size())));
+  return libdeflate_crc32(0, s.data(), s.size());
 }
 
 // Reads every record; returns the error message ("" if none) and the count.
@@ -353,6 +350,108 @@ TEST_F(BinaryDamageTest, DataAfterTheEndMarker) {
                 std::to_string(good_.size()));
 }
 
+// A hand-made binary trace: one block of `payload` with a valid checksum, as
+// a forger (or a buggy writer) could make it.
+std::string ForgedTrace(const std::vector<uint8_t>& payload,
+                        uint32_t messages) {
+  std::string out(kBinaryMagic);
+  auto u32 = [&out](uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  u32(kBinaryVersion);
+  u32(static_cast<uint32_t>(payload.size()));
+  u32(messages);
+  u32(libdeflate_crc32(0, payload.data(), payload.size()));
+  out.append(payload.begin(), payload.end());
+  u32(0);
+  u32(0);
+  u32(0);
+  return out;
+}
+
+void PutVarint(std::vector<uint8_t>& b, uint64_t v) {
+  while (v >= 0x80) {
+    b.push_back(static_cast<uint8_t>(v) | 0x80);
+    v >>= 7;
+  }
+  b.push_back(static_cast<uint8_t>(v));
+}
+
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+
+// Node definitions 0 = `a`, 1 = "b".
+std::vector<uint8_t> TwoNodes(std::string_view a = "a") {
+  std::vector<uint8_t> b = {kOpNodeDef, 0, static_cast<uint8_t>(a.size())};
+  b.insert(b.end(), a.begin(), a.end());
+  b.insert(b.end(), {kOpNodeDef, 1, 1, 'b'});
+  return b;
+}
+
+// A CALL from node 0 to node 1 whose timestamp is `delta` after the last,
+// without a callid, or with a raw one.
+void PutCall(std::vector<uint8_t>& b, int64_t delta,
+             std::string_view raw_callid = {}) {
+  b.push_back(raw_callid.empty() ? 0 : static_cast<uint8_t>(kIdRaw << 2));
+  PutVarint(b, ZigZag(delta));
+  b.insert(b.end(), {0, 1});
+  if (!raw_callid.empty()) {
+    PutVarint(b, raw_callid.size());
+    b.insert(b.end(), raw_callid.begin(), raw_callid.end());
+  }
+}
+
+TEST(BinaryFormatTest, ForgedTimestampDeltasOutOfRangeAreNamedNotUndefined) {
+  TempDir dir;
+  std::vector<uint8_t> b = TwoNodes();
+  PutCall(b, kMaxTimeNs);  // the last valid instant
+  PutCall(b, INT64_MAX);   // would overflow int64
+  std::string p = dir.Write("over.bbt", ForgedTrace(b, 2));
+  EXPECT_EQ(ReadAllError(p),
+            p + ": message 2: corrupt binary trace: timestamp delta "
+                "9223372036854775807 ns after 4611686018.427387903 leaves the "
+                "valid range (0 to 4611686018.427387903 seconds since the "
+                "epoch)");
+
+  b = TwoNodes();
+  PutCall(b, 1);
+  PutCall(b, kMaxTimeNs);  // in int64, beyond the range
+  p = dir.Write("beyond.bbt", ForgedTrace(b, 2));
+  EXPECT_EQ(ReadAllError(p),
+            p + ": message 2: corrupt binary trace: timestamp delta " +
+                std::to_string(kMaxTimeNs) +
+                " ns after 0.000000001 leaves the valid range (0 to "
+                "4611686018.427387903 seconds since the epoch)");
+
+  // Negative timestamps, which the text reader refuses, are refused here too.
+  b = TwoNodes();
+  PutCall(b, -5);
+  p = dir.Write("neg.bbt", ForgedTrace(b, 1));
+  EXPECT_EQ(ReadAllError(p),
+            p + ": message 1: corrupt binary trace: timestamp delta -5 ns "
+                "after 0.000000000 leaves the valid range (0 to "
+                "4611686018.427387903 seconds since the epoch)");
+}
+
+// One token rule for both forms: what the text reader refuses (control
+// bytes, invalid UTF-8), the binary reader refuses too, escaped.
+TEST(BinaryFormatTest, ForgedTokensFollowTheTextFormsRule) {
+  TempDir dir;
+  std::vector<uint8_t> b = TwoNodes();
+  PutCall(b, 1, "c\x01");
+  std::string p = dir.Write("ctl.bbt", ForgedTrace(b, 1));
+  EXPECT_EQ(ReadAllError(p),
+            p + ": message 1: corrupt binary trace: bad callid 'c\\x01' "
+                "contains whitespace or control byte 0x01");
+
+  b = TwoNodes("n\xff");
+  PutCall(b, 1);
+  p = dir.Write("utf.bbt", ForgedTrace(b, 1));
+  EXPECT_EQ(ReadAllError(p), p + ": corrupt binary trace: block 0: node name "
+                                 "'n\\xff' is not valid UTF-8");
+}
+
 TEST(BinaryFormatTest, BadMagicAndVersion) {
   TempDir dir;
   std::string p = dir.Write("m.bbt", std::string("\x89"
@@ -391,34 +490,59 @@ TEST(BinaryFormatTest, DecreasingTimestampIsAnErrorUnlessAllowed) {
             "1.500000000\tRET\tb\ta\t1\n");
 }
 
-TEST(BinaryFormatTest, NegativeTimestampsRoundTrip) {
+// One range rule (trace/timestamp.h) for every writer: a timestamp the
+// readers would refuse is refused when written, in either form.
+TEST(BinaryFormatTest, WritersRefuseTimestampsOutOfRange) {
   TempDir dir;
   NodeTable nodes;
-  auto w = OpenTraceWriter(dir.File("n.bbt"), &nodes);
-  ASSERT_TRUE(w.ok());
-  Record rec{
-      -5000000001, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "7", ""};
-  ASSERT_TRUE((*w)->Write(rec).ok());
-  rec.ts_ns = 3;
-  ASSERT_TRUE((*w)->Write(rec).ok());
-  ASSERT_TRUE((*w)->Close().ok());
-  ASSERT_TRUE(
-      Copy(dir.File("n.bbt"), dir.File("n.trace"), TraceFormat::kText).ok());
-  EXPECT_EQ(ReadFile(dir.File("n.trace")),
-            "#bbprof-trace 1\n-5.000000001\tCALL\ta\tb\t7\n"
-            "0.000000003\tCALL\ta\tb\t7\n");
+  for (const char* name : {"n.bbt", "n.trace"}) {
+    auto w = OpenTraceWriter(dir.File(name), &nodes);
+    ASSERT_TRUE(w.ok());
+    Record rec{3, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "7", ""};
+    ASSERT_TRUE((*w)->Write(rec).ok());
+    rec.ts_ns = -5000000001;
+    EXPECT_EQ((*w)->Write(rec).message(),
+              "record 2: timestamp -5.000000001 is out of range (0 to "
+              "4611686018.427387903 seconds since the epoch)")
+        << name;
+    rec.ts_ns = kMaxTimeNs + 1;
+    EXPECT_EQ((*w)->Write(rec).message(),
+              "record 2: timestamp 4611686018.427387904 is out of range (0 to "
+              "4611686018.427387903 seconds since the epoch)")
+        << name;
+    rec.ts_ns = kMaxTimeNs;
+    EXPECT_TRUE((*w)->Write(rec).ok()) << name;
+  }
 }
 
-TEST(BinaryFormatTest, WriterRejectsTokensTheTextFormCannotCarry) {
+// The writers apply the readers' token rule: what one form refuses, no
+// writer produces; messages escape control bytes.
+TEST(BinaryFormatTest, WritersRejectTokensTheReadersRefuse) {
   TempDir dir;
   NodeTable nodes;
-  auto w = OpenTraceWriter(dir.File("x.bbt"), &nodes);
-  ASSERT_TRUE(w.ok());
-  Record rec{1, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "a b", ""};
-  Status s = (*w)->Write(rec);
-  EXPECT_EQ(s.message(),
-            "callid 'a b' is not a token (whitespace, control bytes, '-' or "
-            "too long)");
+  for (const char* name : {"x.bbt", "x.trace"}) {
+    auto w = OpenTraceWriter(dir.File(name), &nodes);
+    ASSERT_TRUE(w.ok());
+    Record rec{1, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "a b", ""};
+    EXPECT_EQ((*w)->Write(rec).message(),
+              "record 1: bad callid 'a b' contains whitespace or control byte "
+              "0x20")
+        << name;
+    rec.callid = "c\x01";
+    EXPECT_EQ((*w)->Write(rec).message(),
+              "record 1: bad callid 'c\\x01' contains whitespace or control "
+              "byte 0x01")
+        << name;
+    rec.callid = "7";
+    rec.pathid = "p\xff";
+    EXPECT_EQ((*w)->Write(rec).message(),
+              "record 1: bad pathid 'p\\xff' is not valid UTF-8")
+        << name;
+    rec.pathid = "-";
+    EXPECT_EQ((*w)->Write(rec).message(),
+              "record 1: bad pathid '-' (that spelling means unknown)")
+        << name;
+  }
 }
 
 TEST(BinaryFormatTest, CanonicalUnsigned) {
@@ -433,7 +557,6 @@ TEST(BinaryFormatTest, CanonicalUnsigned) {
   EXPECT_FALSE(ParseCanonicalUnsigned("", &v));
   EXPECT_FALSE(ParseCanonicalUnsigned("7a", &v));
 }
-
 
 // ReaderOptions::numeric_ids: numeric ids come as numbers with empty text,
 // other ids as text, and writers take either form, so a copy through

@@ -20,6 +20,8 @@ TEST(OpTest, PercentEncodesWhatATokenCannotHold) {
   std::string op = MakeOp({"http", "GET", "/a b(c),d;e%f\t\x01\x7f"});
   EXPECT_EQ(op, "http:GET:/a%20b%28c%29%2Cd%3Be%25f%09%01%7F");
   EXPECT_EQ(CheckOpToken(op), "");
+  EXPECT_EQ(MakeOp({"http", "GET", "/caf\xc3\xa9\xff"}),
+            "http:GET:/caf%C3%A9%FF");
   // A lone "-" would read back as "no op".
   EXPECT_EQ(MakeOp({"-"}), "%2D");
 }
@@ -43,6 +45,7 @@ TEST(OpTest, CheckNamesTheProblem) {
   EXPECT_EQ(CheckOpToken("a\x01"),
             "op contains whitespace, a control byte or one of '( ) , ;' "
             "(byte 0x01)");
+  EXPECT_EQ(CheckOpToken("http:GET:/\xff"), "op is not valid UTF-8");
 }
 
 }  // namespace

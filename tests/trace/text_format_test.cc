@@ -166,7 +166,31 @@ INSTANTIATE_TEST_SUITE_P(
                 "control byte or one of '( ) , ;' (byte 0x28)"},
         BadCase{"#bbprof-trace 1\n1.0x\tCALL\ta\tb\tc\n",
                 "2: bad timestamp '1.0x' (expected seconds since the epoch "
-                "with 0 to 9 fraction digits, e.g. 1047680084.482205)"},
+                "with 0 to 9 fraction digits, e.g. 1047680084.482205, from 0 "
+                "to 4611686018.427387903 seconds since the epoch)"},
+        BadCase{"9999999999.0\tCALL\ta\tb\tc\n",
+                "1: bad timestamp '9999999999.0' (expected seconds since the "
+                "epoch with 0 to 9 fraction digits, e.g. 1047680084.482205, "
+                "from 0 to 4611686018.427387903 seconds since the epoch)"},
+        BadCase{"1.0\tCALL\ta\tb\tc\x01"
+                "d\n",
+                "1: bad callid 'c\\x01d' contains whitespace or control byte "
+                "0x01"},
+        BadCase{"1.0\tCALL\ta\tb\tc\tp\x7f\n",
+                "1: bad pathid 'p\\x7f' contains whitespace or control byte "
+                "0x7f"},
+        BadCase{"1.0\tCALL\ta\xff\tb\tc\n",
+                "1: bad sender: node name 'a\\xff' is not valid UTF-8"},
+        BadCase{"1.0\tCALL\ta\tb\xc3\tc\n",
+                "1: bad receiver: node name 'b\\xc3' is not valid UTF-8"},
+        BadCase{"1.0\tCALL\ta\tb\tc\xed\xa0\x80\n",
+                "1: bad callid 'c\\xed\\xa0\\x80' is not valid UTF-8"},
+        BadCase{"#bbprof-trace 1\r1.0\tCALL\ta\tb\tc\r",
+                "1: CR line endings are not supported (expected LF or CRLF); "
+                "convert with tr '\\r' '\\n' < IN > OUT"},
+        BadCase{"1.0\tCALL\ta\tb\tc\r2.0\tRET\tb\ta\tc\r",
+                "1: CR line endings are not supported (expected LF or CRLF); "
+                "convert with tr '\\r' '\\n' < IN > OUT"},
         BadCase{"1.0\tCALLX\ta\tb\tc\n",
                 "1: unknown kind 'CALLX' (expected CALL, RET or MSG)"},
         BadCase{"1.0\tCALL\ta(1\tb\tc\n",
@@ -220,7 +244,8 @@ TEST(TextFormatTest, OverlongNameIsRejected) {
       dir.Write("long.trace", "1.0\tCALL\t" + std::string(256, 'x') + "\tb\tc\n");
   std::string err;
   ReadAll(p, &err);
-  EXPECT_EQ(err, p + ":1: bad sender: node name longer than 255 bytes");
+  EXPECT_EQ(err, p + ":1: bad sender: node name '" + std::string(40, 'x') +
+                     "...' is longer than 255 bytes");
 }
 
 TEST(TextFormatTest, SkipBadLinesCountsThem) {

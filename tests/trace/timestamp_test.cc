@@ -40,6 +40,27 @@ TEST(TimestampTest, FormatsNineDigitsAndRoundTrips) {
   }
 }
 
+TEST(TimestampTest, OneRangeForEveryReaderAndWriter) {
+  TimeNs ns = 0;
+  ASSERT_TRUE(ParseTimestamp("4611686018.427387903", &ns));
+  EXPECT_EQ(ns, kMaxTimeNs);
+  EXPECT_FALSE(ParseTimestamp("4611686018.427387904", &ns));
+  EXPECT_FALSE(ParseTimestamp("9223372036", &ns));
+  EXPECT_TRUE(InTimeRange(0));
+  EXPECT_FALSE(InTimeRange(-1));
+  // Checked arithmetic: overflow and leaving the range are refused, never
+  // undefined behaviour.
+  EXPECT_FALSE(CheckedTimeAdd(kMaxTimeNs, INT64_MAX, &ns));
+  EXPECT_FALSE(CheckedTimeAdd(5, -6, &ns));
+  ASSERT_TRUE(CheckedTimeAdd(kMaxTimeNs - 1, 1, &ns));
+  EXPECT_EQ(ns, kMaxTimeNs);
+  ASSERT_TRUE(CheckedTimeFromParts(1047680084, 482205, 1000, &ns));
+  EXPECT_EQ(ns, 1047680084482205000);
+  EXPECT_FALSE(CheckedTimeFromParts(INT64_MAX / 3, 0, 1, &ns));
+  EXPECT_FALSE(CheckedTimeFromParts(1, INT64_MAX, 1000, &ns));
+  EXPECT_FALSE(CheckedTimeFromParts(-1, 0, 1, &ns));
+}
+
 TEST(TimestampTest, SecondsFlagsAcceptScientificNotation) {
   TimeNs ns = 0;
   ASSERT_TRUE(ParseSecondsFlag("0.03", &ns));
@@ -48,6 +69,19 @@ TEST(TimestampTest, SecondsFlagsAcceptScientificNotation) {
   EXPECT_EQ(ns, 30000000);
   EXPECT_FALSE(ParseSecondsFlag("fast", &ns));
   EXPECT_FALSE(ParseSecondsFlag("1s", &ns));
+}
+
+TEST(TimestampTest, SecondsFlagErrorsSayOutOfRangeWithTheRange) {
+  TimeNs ns = 0;
+  EXPECT_FALSE(ParseSecondsFlag("1e300", &ns));
+  EXPECT_EQ(FlagSecondsError("1e300"),
+            "is out of range (at most 4611686018.427387903 seconds either "
+            "way)");
+  EXPECT_EQ(FlagSecondsError("-inf"),
+            "is out of range (at most 4611686018.427387903 seconds either "
+            "way)");
+  EXPECT_EQ(FlagSecondsError("fast"),
+            "is not a number of seconds (e.g. 0.03 or 30e-3)");
 }
 
 }  // namespace
