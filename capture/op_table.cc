@@ -35,13 +35,16 @@ uint32_t OpTable::Intern(trace::NodeId server, std::string_view op) {
   std::string other = std::string(protocol) + ":{other}";
   if (verb_end != std::string_view::npos) {
     std::string with_verb = std::string(op.substr(0, verb_end)) + ":{other}";
-    uint32_t w = Index(with_verb);
-    const uint64_t wkey = (uint64_t{server} << 32) | w;
-    if (admitted_.contains(wkey)) return w;
+    auto w = index_.find(with_verb);
+    if (w != index_.end() &&
+        admitted_.contains((uint64_t{server} << 32) | w->second)) {
+      return w->second;
+    }
     if (budget.capped_forms < 64) {
       ++budget.capped_forms;
-      admitted_.insert(wkey);
-      return w;
+      uint32_t index = Index(with_verb);
+      admitted_.insert((uint64_t{server} << 32) | index);
+      return index;
     }
   }
   uint32_t o = Index(other);
