@@ -214,5 +214,48 @@ TEST(CaptureOpsCliTest, ConvertOfACaptureFileKeepsTheOps) {
   EXPECT_EQ(ops["http:GET:/item/{n}"].calls, 2);
 }
 
+// Each decoder's ops on the shared real captures (../shared/pcaps/SOURCES.md).
+TEST(CaptureOpsCliTest, RealCapturesShowEachProtocolsOperations) {
+  struct Case {
+    const char* file;
+    std::vector<std::pair<std::string, int>> calls;  // op, calls
+  };
+  const std::vector<Case> cases = {
+      // 84 simple queries (tshark: 84 "Simple query"), one call each.
+      {"postgresql_greenhouse_app.pcap",
+       {{"pg:BEGIN", 26},
+        {"pg:ROLLBACK", 22},
+        {"pg:SELECT:plant", 16},
+        {"pg:INSERT:user", 1}}},
+      {"dns_tcp_multi.pcap", {{"dns:A", 1}, {"dns:AAAA", 1}}},
+      {"http_1000_requests_one_dropped_response.pcap.gz",
+       {{"http:GET:/", 1000}}},
+      {"http_connect_proxy.pcap",
+       {{"http:CONNECT:apache.org:443", 1}, {"dns:A", 1}}},
+      // gRPC over h2c, captured without the connection preface.
+      {"grpc_unary.pcap", {{"grpc:/agent.Synchronizer/Sync", 1}}},
+      {"grpc_segmented.pcap", {{"grpc:/agent.Synchronizer/Push", 1}}},
+      {"redis_resp_benchmark.pcap",
+       {{"redis:PING", 2}, {"redis:LRANGE", 4}, {"redis:SET", 1}}},
+      {"memcached_userdata.pcap",
+       {{"memcached:gets", 112}, {"memcached:set", 1}}},
+      {"rpc_portmap_sadmind.pcap",
+       {{"portmap2:GETPORT", 13}, {"rpc:100232:10:0", 3}}},
+  };
+  TempDir dir;
+  for (const Case& c : cases) {
+    const std::string pcap =
+        std::string(BBPROF_SHARED_DIR) + "/pcaps/" + c.file;
+    std::string out;
+    ASSERT_EQ(
+        RunCli("capture -q -r " + pcap + " -o " + dir.File("x.trace"), &out), 0)
+        << out;
+    std::map<std::string, Srt> ops = TraceSrt(ReadFile(dir.File("x.trace")));
+    for (const auto& [op, n] : c.calls) {
+      EXPECT_EQ(ops[op].calls, n) << c.file << ": " << op;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bbprof::capture
