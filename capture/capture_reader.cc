@@ -69,8 +69,9 @@ class CaptureReader final : public trace::TraceReader {
     reducer_ = std::make_unique<Reducer>(
         std::move(reducer_options), nodes_.get(),
         [this](const trace::Record& r) {
+          // r.op views the reducer's op table, which outlives the queue.
           queue_.push_back({r.ts_ns, r.sender, r.receiver, r.kind,
-                            r.callid_is_number, r.callid_number});
+                            r.callid_is_number, r.callid_number, r.op});
           return Status::Ok();
         });
     if (path_.find_first_of(" \t\n") == std::string::npos) {
@@ -94,6 +95,7 @@ class CaptureReader final : public trace::TraceReader {
     rec.sender = q.sender;
     rec.receiver = q.receiver;
     rec.kind = q.kind;
+    rec.op = q.op;
     if (q.has_callid) {
       if (options_.numeric_ids) {
         rec.callid_is_number = true;
@@ -115,6 +117,7 @@ class CaptureReader final : public trace::TraceReader {
     trace::Kind kind;
     bool has_callid;
     uint64_t callid;
+    std::string_view op;
   };
 
   // Feeds one buffer of frames to the reducer; at the end of the file,

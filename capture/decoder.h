@@ -43,6 +43,10 @@ struct AppEvent {
   // every protocol we decode (xid, DNS id, stream id, request index).
   uint32_t token = 0;
   bool has_token = false;
+  // kCall: the operation it asks for (trace field 7), built with
+  // capture/decoders/op_names.h; empty when the decoder cannot tell. Valid
+  // during Emit only. A kReturn needs none: the core gives it its call's.
+  std::string_view op = {};
 };
 
 // Where decoders report. Implemented by the core (and by test fakes).

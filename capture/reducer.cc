@@ -12,6 +12,11 @@
 
 namespace bbprof::capture {
 
+namespace {
+// Calls per flow whose op waits for their return (capture/op_table.h).
+constexpr size_t kMaxWaitingOps = 4096;
+}  // namespace
+
 std::string ParseForcedDecoder(std::string_view text, ForcedDecoder* out) {
   size_t slash = text.find('/');
   size_t eq = text.find('=');
@@ -105,6 +110,9 @@ struct Reducer::Flow {
     bool delivered[2] = {false, false};
   };
   std::unique_ptr<TcpState> tcp;
+  // The op of each call waiting for its return, by token: a RET carries its
+  // CALL's op. Few wait at once on a flow; a vector beats a map here.
+  std::vector<std::pair<uint32_t, uint32_t>> call_ops;
   // Flows of one transport in order of last activity (intrusive list), so
   // idle ones are found from the front without scanning the table.
   Flow* older = nullptr;
@@ -282,7 +290,8 @@ Reducer::Reducer(ReducerOptions options, trace::NodeTable* nodes,
     : options_(std::move(options)),
       namer_(options_.granularity, options_.names),
       nodes_(nodes),
-      reorder_(options_.reorder_window, std::move(out)) {}
+      ops_(options_.max_ops_per_server),
+      reorder_(options_.reorder_window, std::move(out), &ops_) {}
 
 Reducer::~Reducer() = default;
 
@@ -363,6 +372,7 @@ void Reducer::EmitEvent(Flow& flow, const AppEvent& event) {
     if (event.has_token && event.kind != trace::Kind::kMessage) {
       r.has_callid = true;
       r.callid = (flow.serial << 32) | event.token;
+      r.op = CallOp(flow, event);
     }
   }
   switch (r.kind) {
@@ -371,6 +381,27 @@ void Reducer::EmitEvent(Flow& flow, const AppEvent& event) {
     case trace::Kind::kMessage: ++messages_; break;
   }
   reorder_.Push(r);
+}
+
+uint32_t Reducer::CallOp(Flow& flow, const AppEvent& event) {
+  auto& waiting = flow.call_ops;
+  auto it = std::find_if(waiting.begin(), waiting.end(),
+                         [&](const auto& e) { return e.first == event.token; });
+  if (event.kind == trace::Kind::kReturn) {
+    if (it == waiting.end()) return 0;
+    uint32_t op = it->second;
+    waiting.erase(it);
+    return op;
+  }
+  uint32_t op = ops_.Intern(flow.server_node, event.op);
+  if (it != waiting.end()) {  // a retransmitted call (same RPC xid)
+    it->second = op;
+  } else if (op != 0) {
+    // Calls never answered (lost replies) must not pile up.
+    if (waiting.size() >= kMaxWaitingOps) waiting.erase(waiting.begin());
+    waiting.emplace_back(event.token, op);
+  }
+  return op;
 }
 
 void Reducer::EndFlow(Flow& flow, trace::TimeNs ts) {
@@ -656,6 +687,7 @@ std::map<std::string, uint64_t, std::less<>> Reducer::counters() const {
   all["ip_fragments_timed_out"] = fs.timed_out;
   all["ip_fragments_evicted"] = fs.evicted;
   all["live_flows"] = flows_.size();
+  if (ops_.capped() > 0) all["ops_capped"] = ops_.capped();
   return all;
 }
 

@@ -29,6 +29,7 @@
 #include "capture/decoder.h"
 #include "capture/ip_fragments.h"
 #include "capture/naming.h"
+#include "capture/op_table.h"
 #include "capture/reorder_buffer.h"
 #include "capture/transport.h"
 #include "trace/node_table.h"
@@ -60,6 +61,9 @@ struct ReducerOptions {
   trace::TimeNs udp_idle_timeout = 60'000'000'000;
   // Per direction of a TCP connection, bytes held behind a hole.
   size_t max_stream_buffer = 1u << 20;
+  // Distinct operation names per (server node, protocol) before new ones
+  // are recorded as `{other}` (capture/op_table.h).
+  size_t max_ops_per_server = OpTable::kDefaultMaxPerServer;
 };
 
 class Reducer {
@@ -86,6 +90,8 @@ class Reducer {
   std::map<std::string, uint64_t, std::less<>> counters() const;
   void Count(std::string_view reason, uint64_t n = 1);
   size_t live_flows() const { return flows_.size(); }
+  // The names of the records' ops (valid for the reducer's life).
+  const OpTable& ops() const { return ops_; }
   uint64_t packets() const { return packets_; }
 
   struct Flow;  // defined in reducer.cc
@@ -123,6 +129,8 @@ class Reducer {
   void EndFlow(Flow& flow, trace::TimeNs ts);
   void Sweep(trace::TimeNs now);
   void EmitEvent(Flow& flow, const AppEvent& event);
+  // A call's op index (interned), or a return's: its call's.
+  uint32_t CallOp(Flow& flow, const AppEvent& event);
   // Flows of one transport from least to most recently active.
   struct ActivityList {
     Flow* oldest = nullptr;
@@ -139,6 +147,7 @@ class Reducer {
   ReducerOptions options_;
   Namer namer_;
   trace::NodeTable* nodes_;
+  OpTable ops_;  // before reorder_, which names records through it
   ReorderBuffer reorder_;
   FragmentReassembler fragments_;
   // The flow table, probed once per packet: open addressing with linear

@@ -51,6 +51,7 @@ Status ReorderBuffer::WriteNext() {
   // The callid is a number: writers take it as one (Record::callid_is_number).
   r.callid_is_number = c.has_callid;
   r.callid_number = c.callid;
+  if (ops_ != nullptr) r.op = ops_->Name(c.op);
   last_released_ = c.ts;
   released_any_ = true;
   if (from_heap) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "capture/op_table.h"
 #include "trace/record.h"
 
 namespace bbprof::capture {
@@ -26,14 +27,16 @@ struct CapturedRecord {
   trace::NodeId receiver = 0;
   trace::Kind kind = trace::Kind::kMessage;
   bool has_callid = false;
+  uint32_t op = 0;  // an OpTable index (0: none)
   uint64_t callid = 0;
 };
 
 class ReorderBuffer {
  public:
   using Output = std::function<Status(const trace::Record&)>;
-  ReorderBuffer(trace::TimeNs window, Output out)
-      : window_(window), out_(std::move(out)) {}
+  // `ops` names the records' op indices (none if null).
+  ReorderBuffer(trace::TimeNs window, Output out, const OpTable* ops = nullptr)
+      : window_(window), out_(std::move(out)), ops_(ops) {}
 
   void Push(const CapturedRecord& rec);
   // Writes every record older than `now - window`.
@@ -62,6 +65,7 @@ class ReorderBuffer {
 
   trace::TimeNs window_;
   Output out_;
+  const OpTable* ops_;
   // A FIFO on a ring that only grows: a std::deque would allocate and free
   // a block every few records, which showed as a fifth of capture time.
   class Ring {

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 
@@ -107,49 +109,53 @@ int Run(std::span<const std::string> args) {
       "counters are printed\nat exit (and on SIGUSR1) and written as #meta "
       "lines at the end of every file.\nSIGINT or SIGTERM stops a live "
       "capture cleanly: nothing captured is lost.");
-  cl.options().add_options()
-      ("interface,i", po::value<std::string>(), "capture live on IFACE")
-      ("read,r", po::value<std::vector<std::string>>(),
-       "read a pcap/pcapng file ('-' = standard input; .gz/.zst read "
-       "compressed); several are read in order as one capture")
-      ("output,o", po::value<std::string>()->default_value("-"),
-       "output trace ('-' = standard output), or a folder for rotated files")
-      ("format", po::value<std::string>(),
-       "output form: text or binary (default: from OUT's name; text in a "
-       "folder)")
-      ("rotate-size,C", po::value<uint64_t>(),
-       "start a new file in the OUT folder once one holds about this many "
-       "million bytes (uncompressed)")
-      ("rotate-seconds,G", po::value<std::string>(),
-       "start a new file in the OUT folder every this many seconds of "
-       "capture time")
-      ("snaplen,s", po::value<int>()->default_value(262144),
-       "bytes to capture of each packet (live)")
-      ("buffer-size,B", po::value<int>()->default_value(32768),
-       "kernel capture buffer in KiB (live; larger means fewer drops in "
-       "bursts; tcpdump's default is 2048)")
-      ("filter,f", po::value<std::string>(),
-       "BPF filter expression (or give it as trailing words)")
-      ("user,Z", po::value<std::string>(),
-       "drop privileges to USER once the interface is open")
-      ("no-promiscuous-mode,p", "do not put the interface in promiscuous mode")
-      ("count,c", po::value<uint64_t>(), "stop after this many packets")
-      ("list-interfaces,D", "list the interfaces libpcap can capture on")
-      ("granularity", po::value<std::string>()->default_value("host"),
-       "node names: host (IP address) or service (server IP:port, client IP)")
-      ("names", po::value<std::string>(),
-       "map file: 'ADDRESS|CIDR|IP:PORT NAME' per line (docs/capture.md)")
-      ("decode", po::value<std::vector<std::string>>(),
-       "force a decoder on a server port: tcp/8080=http, udp/5353=dns "
-       "(repeatable; see --list-decoders)")
-      ("list-decoders", "list the decoders and their well-known ports")
-      ("messages", "emit every UDP datagram and TCP message as a MSG record "
-                   "(for bbprof convolve)")
-      ("reorder-window", po::value<std::string>()->default_value("2"),
-       "seconds records wait for late packets before being written")
-      ("capture-host", po::value<std::string>(),
-       "record in #meta which host this capture was taken on (for "
-       "bbprof skewer --estimate)");
+  cl.options().add_options()("interface,i", po::value<std::string>(),
+                             "capture live on IFACE")(
+      "read,r", po::value<std::vector<std::string>>(),
+      "read a pcap/pcapng file ('-' = standard input; .gz/.zst read "
+      "compressed); several are read in order as one capture")(
+      "output,o", po::value<std::string>()->default_value("-"),
+      "output trace ('-' = standard output), or a folder for rotated files")(
+      "format", po::value<std::string>(),
+      "output form: text or binary (default: from OUT's name; text in a "
+      "folder)")(
+      "rotate-size,C", po::value<uint64_t>(),
+      "start a new file in the OUT folder once one holds about this many "
+      "million bytes (uncompressed)")(
+      "rotate-seconds,G", po::value<std::string>(),
+      "start a new file in the OUT folder every this many seconds of "
+      "capture time")("snaplen,s", po::value<int>()->default_value(262144),
+                      "bytes to capture of each packet (live)")(
+      "buffer-size,B", po::value<int>()->default_value(32768),
+      "kernel capture buffer in KiB (live; larger means fewer drops in "
+      "bursts; tcpdump's default is 2048)")(
+      "filter,f", po::value<std::string>(),
+      "BPF filter expression (or give it as trailing words)")(
+      "user,Z", po::value<std::string>(),
+      "drop privileges to USER once the interface is open")(
+      "no-promiscuous-mode,p", "do not put the interface in promiscuous mode")(
+      "count,c", po::value<uint64_t>(), "stop after this many packets")(
+      "list-interfaces,D", "list the interfaces libpcap can capture on")(
+      "granularity", po::value<std::string>()->default_value("host"),
+      "node names: host (IP address) or service (server IP:port, client IP)")(
+      "names", po::value<std::string>(),
+      "map file: 'ADDRESS|CIDR|IP:PORT NAME' per line (docs/capture.md)")(
+      "decode", po::value<std::vector<std::string>>(),
+      "force a decoder on a server port: tcp/8080=http, udp/5353=dns "
+      "(repeatable; see --list-decoders)")(
+      "list-decoders", "list the decoders and their well-known ports")(
+      "messages",
+      "emit every UDP datagram and TCP message as a MSG record "
+      "(for bbprof convolve)")(
+      "max-ops", po::value<std::string>()->default_value("1000"),
+      "distinct operation names kept per server and protocol; new ones "
+      "beyond are recorded as PROTO:VERB:{other} and counted as "
+      "ops_capped (0: no limit)")(
+      "reorder-window", po::value<std::string>()->default_value("2"),
+      "seconds records wait for late packets before being written")(
+      "capture-host", po::value<std::string>(),
+      "record in #meta which host this capture was taken on (for "
+      "bbprof skewer --estimate)");
   cl.AddPositional("FILTER", "BPF filter words, as tcpdump takes them", 0, -1);
   cl.SetEpilog(
       "Examples:\n"
@@ -217,6 +223,16 @@ int Run(std::span<const std::string> args) {
     }
   }
   ro.messages = cl.Has("messages");
+  {
+    const std::string text = cl.Get<std::string>("max-ops");
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+      return cl.UsageError(
+          "--max-ops must be a whole number (0: no limit), not '" + text + "'");
+    }
+    ro.max_ops_per_server = n == 0 ? SIZE_MAX : static_cast<size_t>(n);
+  }
   if (!ParseSeconds(cl.Get<std::string>("reorder-window"), &ro.reorder_window)) {
     return cl.UsageError("--reorder-window must be a number of seconds, not '" +
                          cl.Get<std::string>("reorder-window") + "'");

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   # libraries
   libpcap-dev libfftw3-dev libboost-program-options-dev libgraphviz-dev
-  nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev
+  nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libnghttp2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
   # real servers for the end-to-end capture tests (loopback only)

@@ -17,6 +17,8 @@ DecoderInfo Http2DecoderInfo();
 DecoderInfo Http2EndStreamDecoderInfo();
 DecoderInfo RedisDecoderInfo();
 DecoderInfo MemcachedDecoderInfo();
+DecoderInfo PostgresDecoderInfo();
+DecoderInfo MysqlDecoderInfo();
 DecoderInfo GenericDecoderInfo();
 
 // An HTTP/2 connection decoder, also used by the HTTP/1.x decoder when a

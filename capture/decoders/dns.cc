@@ -3,9 +3,11 @@
 // message has a 2-byte length prefix (RFC 1035 section 4.2.2, RFC 7766: a
 // connection may carry several messages, pipelined, split anywhere).
 #include <algorithm>
+#include <string>
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
+#include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -56,10 +58,53 @@ HeaderCheck CheckHeader(std::span<const std::byte> msg, size_t declared_size,
   return HeaderCheck::kOk;
 }
 
+// Whether the first question is a well-formed name (labels of 1-63 bytes,
+// at most 255 in all, no compression in a question's first name) followed
+// by its type (returned in `qtype`) and class.
+bool FirstQuestion(std::span<const std::byte> p, uint16_t* qtype) {
+  ByteCursor c(p);
+  c.Skip(kHeaderSize);
+  size_t total = 0;
+  while (true) {
+    uint8_t len = c.U8();
+    if (!c.ok()) {
+      return false;
+    }
+    if (len == 0) {
+      break;
+    }
+    if (len > 63) {
+      return false;
+    }
+    total += len + 1u;
+    if (total > 255 || !c.Skip(len)) {
+      return false;
+    }
+  }
+  *qtype = c.U16();
+  c.Skip(2);
+  return c.ok();
+}
+
+bool FirstQuestionParses(std::span<const std::byte> p) {
+  uint16_t qtype = 0;
+  return FirstQuestion(p, &qtype);
+}
+
+// A query's op is its (first) question's type: `dns:AAAA`.
 void EmitMessage(EventSink& sink, Direction dir, trace::TimeNs ts,
-                 bool is_response, uint16_t id) {
+                 bool is_response, uint16_t id,
+                 std::span<const std::byte> msg) {
+  uint16_t qtype = 0;
+  std::string op;
+  ByteCursor c(msg);
+  c.Skip(4);
+  uint16_t questions = c.U16();
+  if (!is_response && questions > 0 && FirstQuestion(msg, &qtype)) {
+    op = DnsOp(qtype);
+  }
   sink.Emit({is_response ? trace::Kind::kReturn : trace::Kind::kCall, dir, ts,
-             id, true});
+             id, true, op});
 }
 
 class DnsDatagramDecoder final : public DatagramDecoder {
@@ -77,7 +122,7 @@ class DnsDatagramDecoder final : public DatagramDecoder {
         sink_.Count("dns_bad_header");
         return;
       case HeaderCheck::kOk:
-        EmitMessage(sink_, dir, ts, is_response, id);
+        EmitMessage(sink_, dir, ts, is_response, id, payload);
     }
   }
 
@@ -140,7 +185,7 @@ class DnsStreamDecoder final : public StreamDecoder {
         continue;
       }
       s.resync = false;
-      EmitMessage(sink_, dir, s.buf.TsAt(0), is_response, id);
+      EmitMessage(sink_, dir, s.buf.TsAt(0), is_response, id, msg);
       s.buf.Skip(2ull + len);
     }
   }
@@ -159,33 +204,6 @@ class DnsStreamDecoder final : public StreamDecoder {
   Side client_;
   Side server_;
 };
-
-// Whether the first question is a well-formed name (labels of 1-63 bytes,
-// at most 255 in all, no compression in a question's first name) followed
-// by its type and class.
-bool FirstQuestionParses(std::span<const std::byte> p) {
-  ByteCursor c(p);
-  c.Skip(kHeaderSize);
-  size_t total = 0;
-  while (true) {
-    uint8_t len = c.U8();
-    if (!c.ok()) {
-      return false;
-    }
-    if (len == 0) {
-      break;
-    }
-    if (len > 63) {
-      return false;
-    }
-    total += len + 1u;
-    if (total > 255 || !c.Skip(len)) {
-      return false;
-    }
-  }
-  c.Skip(4);
-  return c.ok();
-}
 
 int ProbeDnsDatagram(std::span<const std::byte> p) {
   bool is_response = false;

@@ -7,6 +7,7 @@
 // before the client has said anything (a MySQL greeting, an SMTP banner)
 // answer no call: they are a kMessage.
 #include "capture/decoders/decoders.h"
+#include "capture/decoders/op_names.h"
 
 namespace bbprof::capture {
 namespace {
@@ -27,7 +28,8 @@ class GenericDecoder final : public StreamDecoder {
       turn_ = Turn::kClient;
       ++exchange_;
       call_open_ = true;
-      sink_.Emit({trace::Kind::kCall, dir, ts, exchange_, true});
+      sink_.Emit({trace::Kind::kCall, dir, ts, exchange_, true,
+                  GenericOp("generic", data)});
       return;
     }
     if (turn_ == Turn::kServer) {

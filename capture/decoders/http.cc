@@ -14,6 +14,7 @@
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
+#include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -90,7 +91,8 @@ bool IsHttpVersion(std::string_view v) {
 // "METHOD SP target SP HTTP/1.x"; with `strict`, only well-known methods
 // (used when hunting for a message start after a hole).
 bool ParseRequestLine(std::string_view line, bool strict,
-                      std::string_view* method) {
+                      std::string_view* method,
+                      std::string_view* target = nullptr) {
   line = Trim(line);
   size_t sp1 = line.find(' ');
   if (sp1 == 0 || sp1 == std::string_view::npos || sp1 > 32) {
@@ -113,6 +115,7 @@ bool ParseRequestLine(std::string_view line, bool strict,
     return false;
   }
   *method = m;
+  if (target != nullptr) *target = Trim(line.substr(sp1 + 1, sp2 - sp1 - 1));
   return true;
 }
 
@@ -357,8 +360,8 @@ class HttpDecoder final : public StreamDecoder {
         return;
       }
     }
-    std::string_view method;
-    if (!ParseRequestLine(line, s.resync, &method)) {
+    std::string_view method, target;
+    if (!ParseRequestLine(line, s.resync, &method, &target)) {
       if (s.resync) {
         s.buf.Consume(n);
       } else {
@@ -374,7 +377,7 @@ class HttpDecoder final : public StreamDecoder {
     r.connect = method == "CONNECT";
     s.req = r;
     sink_.Emit({trace::Kind::kCall, Direction::kToServer, s.buf.TsAt(0),
-                r.token, true});
+                r.token, true, HttpOp(method, target)});
     s.buf.Consume(n);
   }
 

@@ -4,14 +4,22 @@
 // of the response, as section 6.2 defines a return and as HTTP/1.x does; the
 // "http2-end" variant returns at the server's frame carrying END_STREAM (the
 // response complete: for a server-streaming gRPC call, the stream's end).
-// docs/decoders.md explains the choice. Only frame headers are read;
-// payloads (HPACK blocks, DATA, padding) are skipped.
+// docs/decoders.md explains the choice. Frame headers are read, and the
+// client's header blocks (HPACK, capture/decoders/hpack.h) for each call's
+// op: `grpc:/package.Service/Method` when its content-type is gRPC, else
+// `http:METHOD:/route-template`; the server's SETTINGS only for the header
+// table size. Other payloads (DATA, padding) are skipped.
 #include <algorithm>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
+#include "capture/decoders/hpack.h"
+#include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -39,6 +47,13 @@ enum FrameType : uint8_t {
   kContinuation = 9,
 };
 constexpr uint8_t kEndStream = 0x1;
+constexpr uint8_t kEndHeaders = 0x4;
+constexpr uint8_t kPadded = 0x8;
+constexpr uint8_t kPriorityFlag = 0x20;
+// Header blocks larger than this are not decoded (the call keeps no op, and
+// the connection's HPACK state is lost): real request headers are a few
+// hundred bytes; this bounds what one connection can make us hold.
+constexpr size_t kMaxHeaderBlock = size_t{256} * 1024;
 
 struct FrameHeader {
   uint32_t length;
@@ -107,6 +122,7 @@ class Http2Decoder final : public StreamDecoder {
       sink_.Count("http2_resync");
     }
     s.resync = true;
+    if (dir == Direction::kToServer) LoseHeaders();
   }
 
  private:
@@ -170,12 +186,117 @@ class Http2Decoder final : public StreamDecoder {
         }
         s.resync = false;
       }
-      OnFrame(dir, s.buf.TsAt(0), h);
+      std::span<const std::byte> payload;
+      if (NeedsPayload(dir, h)) {
+        if (h.length > kMaxHeaderBlock) {
+          LoseHeaders();
+        } else if (d.size() < kFrameHeader + h.length) {
+          return;  // wait for the whole frame
+        } else {
+          payload = d.subspan(kFrameHeader, h.length);
+        }
+      }
+      OnFrame(dir, s.buf.TsAt(0), h, payload);
       s.buf.Skip(kFrameHeader + uint64_t{h.length});
     }
   }
 
-  void OnFrame(Direction dir, trace::TimeNs ts, const FrameHeader& h) {
+  // Frames whose payload is read: the client's header blocks (every one,
+  // to keep the HPACK table in step) and the server's SETTINGS.
+  bool NeedsPayload(Direction dir, const FrameHeader& h) const {
+    if (dir == Direction::kToServer) {
+      return (h.type == kHeaders || h.type == kContinuation) &&
+             !hpack_.broken();
+    }
+    return h.type == kSettings && (h.flags & 0x1) == 0;
+  }
+
+  // Header blocks were lost (a hole, a block too large): the dynamic table
+  // is unknown from here on, so calls get no op rather than a wrong one.
+  void LoseHeaders() {
+    if (!hpack_.broken()) sink_.Count("http2_hpack_lost");
+    hpack_.Break();
+  }
+
+  // A HEADERS frame's block fragment: without padding and priority fields.
+  static std::span<const std::byte> Fragment(const FrameHeader& h,
+                                             std::span<const std::byte> p) {
+    size_t pad = 0;
+    size_t skip = 0;
+    if ((h.flags & kPadded) != 0 && !p.empty()) {
+      pad = static_cast<uint8_t>(p[0]);
+      skip = 1;
+    }
+    if ((h.flags & kPriorityFlag) != 0) skip += 5;
+    if (skip + pad > p.size()) return {};
+    return p.subspan(skip, p.size() - skip - pad);
+  }
+
+  // The client's HEADERS or CONTINUATION: gathers the block; when it ends,
+  // decodes it and, for a new stream, emits the call with its op.
+  void ClientHeaderBlock(const FrameHeader& h,
+                         std::span<const std::byte> payload) {
+    if (payload.empty() && h.length > 0) return;  // not read (HPACK lost)
+    auto fragment = h.type == kHeaders ? Fragment(h, payload) : payload;
+    if (block_.size() + fragment.size() > kMaxHeaderBlock) {
+      LoseHeaders();
+      block_.clear();
+      return;
+    }
+    block_.insert(block_.end(), fragment.begin(), fragment.end());
+  }
+
+  std::string DecodeBlockOp() {
+    std::string method, path, content_type;
+    bool ok = hpack_.Decode(block_,
+                            [&](std::string_view name, std::string_view value) {
+                              if (name == ":method") method = value;
+                              if (name == ":path") path = value;
+                              if (name == "content-type") content_type = value;
+                            });
+    block_.clear();
+    if (!ok) {
+      sink_.Count("http2_hpack_lost");
+      return {};
+    }
+    if (content_type.starts_with("application/grpc")) return GrpcOp(path);
+    return HttpOp(method, path);
+  }
+
+  // The server's SETTINGS: SETTINGS_HEADER_TABLE_SIZE (0x1) bounds the
+  // client encoder's dynamic table (RFC 7541 section 4.2).
+  void ServerSettings(std::span<const std::byte> payload) {
+    ByteCursor c(payload);
+    while (c.remaining() >= 6) {
+      uint16_t id = c.U16();
+      uint32_t value = c.U32();
+      if (id == 0x1) hpack_.SetMaxTableSize(value);
+    }
+  }
+
+  // Ends a header block the client began on `stream_`: emits the pending
+  // call (if the block opened a stream) with the op the block names.
+  void EndClientBlock() {
+    std::string op = hpack_.broken() ? std::string() : DecodeBlockOp();
+    block_.clear();
+    if (block_call_) {
+      sink_.Emit({trace::Kind::kCall, Direction::kToServer, block_ts_,
+                  Token(block_stream_), true, op});
+    }
+    in_block_ = false;
+    block_call_ = false;
+  }
+
+  void OnFrame(Direction dir, trace::TimeNs ts, const FrameHeader& h,
+               std::span<const std::byte> payload) {
+    if (in_block_ && dir == Direction::kToServer && h.type != kContinuation) {
+      // A header block must continue without interleaving (RFC 9113 6.10).
+      LoseHeaders();
+      EndClientBlock();
+    }
+    if (dir == Direction::kToClient && h.type == kSettings) {
+      ServerSettings(payload);
+    }
     switch (h.type) {
       case kHeaders:
       case kData: {
@@ -185,14 +306,22 @@ class Http2Decoder final : public StreamDecoder {
         }
         auto it = streams_.find(h.stream);
         if (dir == Direction::kToServer) {
-          if (h.type == kHeaders && it == streams_.end()) {
-            if (streams_.size() >= kMaxStreams) {
-              sink_.Count("http2_too_many_streams");
-              return;
-            }
+          if (h.type != kHeaders) return;
+          bool new_call = it == streams_.end();
+          if (new_call && streams_.size() >= kMaxStreams) {
+            sink_.Count("http2_too_many_streams");
+            new_call = false;
+          } else if (new_call) {
             streams_[h.stream] = Stream{true, false};
-            sink_.Emit({trace::Kind::kCall, dir, ts, Token(h.stream), true});
           }
+          // Every client block is decoded (trailers too): the HPACK table
+          // must see each one.
+          in_block_ = true;
+          block_call_ = new_call;
+          block_stream_ = h.stream;
+          block_ts_ = ts;
+          ClientHeaderBlock(h, payload);
+          if ((h.flags & kEndHeaders) != 0) EndClientBlock();
           return;
         }
         if (it == streams_.end()) {
@@ -239,8 +368,14 @@ class Http2Decoder final : public StreamDecoder {
       case kGoaway:
         sink_.Count("http2_goaway");
         return;
-      case kPushPromise:
       case kContinuation:
+        if (dir == Direction::kToServer && in_block_ &&
+            h.stream == block_stream_) {
+          ClientHeaderBlock(h, payload);
+          if ((h.flags & kEndHeaders) != 0) EndClientBlock();
+        }
+        return;
+      case kPushPromise:
       case kPriority:
       case kSettings:
       case kPing:
@@ -259,6 +394,13 @@ class Http2Decoder final : public StreamDecoder {
   Side client_;
   Side server_;
   std::unordered_map<uint32_t, Stream> streams_;
+  // The client's HPACK state, and the header block being gathered.
+  HpackDecoder hpack_;
+  std::vector<std::byte> block_;
+  bool in_block_ = false;
+  bool block_call_ = false;  // the block opens a stream: a call to emit
+  uint32_t block_stream_ = 0;
+  trace::TimeNs block_ts_ = 0;
 };
 
 int ProbeHttp2(std::span<const std::byte> p) {

@@ -9,6 +9,7 @@
 
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/line_util.h"
+#include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -165,7 +166,8 @@ class MemcachedDecoder final : public StreamDecoder {
         pending_.pop_front();
       }
       pending_.push_back(token);
-      sink_.Emit({trace::Kind::kCall, Direction::kToServer, ts, token, true});
+      sink_.Emit({trace::Kind::kCall, Direction::kToServer, ts, token, true,
+                  MemcachedOp(w[0])});
     }
     TooLong(s, "memcached_line_too_long");
   }

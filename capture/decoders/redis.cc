@@ -6,10 +6,12 @@
 // (redis-benchmark -P) pair exactly, which the generic turn-taking rule
 // cannot do. RESP3 push values (`>`) are messages, not returns.
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/line_util.h"
+#include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -62,6 +64,9 @@ class RedisDecoder final : public StreamDecoder {
     s.stack.clear();
     if (dir == Direction::kToClient) {
       response_lost_ = true;
+    } else if (awaiting_command_) {
+      awaiting_command_ = false;  // the request began: a call, op unknown
+      Call(command_ts_, {});
     }
   }
 
@@ -101,8 +106,9 @@ class RedisDecoder final : public StreamDecoder {
         if (!IsTypeByte(line[0])) {
           if (dir == Direction::kToServer) {
             // An inline command (redis-benchmark's PING_INLINE, telnet).
+            std::string op = RedisOp(line.substr(0, line.find(' ')));
             s.buf.Consume(n);
-            Call(ts);
+            Call(ts, op);
             continue;
           }
           Bad(dir, s, n);
@@ -113,7 +119,14 @@ class RedisDecoder final : public StreamDecoder {
             Bad(dir, s, n);
             continue;
           }
-          Call(ts);
+          if (s.stack.empty()) {
+            Call(ts, {});
+          } else {
+            // The command is the array's first element: the call is
+            // emitted (at this time) once it is read.
+            awaiting_command_ = true;
+            command_ts_ = ts;
+          }
         } else {
           bool push = line[0] == '>';
           if (!Element(s, line, false)) {
@@ -125,6 +138,20 @@ class RedisDecoder final : public StreamDecoder {
         s.buf.Consume(n);
         ConsumeBulk(s, line);
         continue;
+      }
+      if (dir == Direction::kToServer && awaiting_command_) {
+        std::string op;
+        int64_t len = -1;
+        if (line.starts_with('$') && ParseInt(line.substr(1), &len) &&
+            len > 0 && len <= 64) {
+          auto d = s.buf.data();
+          if (d.size() < n + static_cast<size_t>(len)) return;  // wait for it
+          op = RedisOp(
+              std::string_view(reinterpret_cast<const char*>(d.data()) + n,
+                               static_cast<size_t>(len)));
+        }
+        awaiting_command_ = false;
+        Call(command_ts_, op);
       }
       if (line.empty() || !IsTypeByte(line[0]) || !Element(s, line, false)) {
         Bad(dir, s, n);
@@ -206,14 +233,14 @@ class RedisDecoder final : public StreamDecoder {
     }
   }
 
-  void Call(trace::TimeNs ts) {
+  void Call(trace::TimeNs ts, std::string_view op) {
     uint32_t token = next_token_++;
     if (pending_.size() >= kMaxPending) {
       sink_.Count("redis_too_many_pending");
       pending_.pop_front();
     }
     pending_.push_back(token);
-    sink_.Emit({trace::Kind::kCall, Direction::kToServer, ts, token, true});
+    sink_.Emit({trace::Kind::kCall, Direction::kToServer, ts, token, true, op});
   }
 
   void Reply(trace::TimeNs ts, bool push) {
@@ -251,6 +278,9 @@ class RedisDecoder final : public StreamDecoder {
   std::deque<uint32_t> pending_;
   uint32_t next_token_ = 0;
   bool response_lost_ = false;
+  // A request array opened; its command (and so its op) not read yet.
+  bool awaiting_command_ = false;
+  trace::TimeNs command_ts_ = 0;
 };
 
 // "*<n>\r\n$<len>\r\n" opening a command array.

@@ -13,6 +13,7 @@ std::span<const DecoderInfo> AllDecoders() {
       new std::vector<DecoderInfo>{
           RpcDecoderInfo(), DnsDecoderInfo(), Http2DecoderInfo(),
           HttpDecoderInfo(), RedisDecoderInfo(), MemcachedDecoderInfo(),
+          PostgresDecoderInfo(), MysqlDecoderInfo(),
           // No ports and no probe: chosen by name only.
           Http2EndStreamDecoderInfo(), GenericDecoderInfo()};
   return *kAll;

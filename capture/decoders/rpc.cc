@@ -5,9 +5,11 @@
 // header sits at the start of a record's first fragment.
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
+#include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -18,6 +20,9 @@ namespace {
 constexpr uint32_t kMaxFragment = 16u << 20;
 // xid, msg_type, then rpcvers (call) or reply_stat (reply).
 constexpr size_t kMinHeader = 12;
+// A call's header up to its procedure: xid, msg_type, rpcvers, prog, vers,
+// proc (RFC 5531 section 9): what its op names.
+constexpr size_t kCallHeader = 24;
 // What a record's start must show while hunting (PlausibleWhenHunting).
 constexpr size_t kHuntHeader = 32;
 
@@ -74,10 +79,19 @@ bool PlausibleWhenHunting(std::span<const std::byte> m, bool reply) {
          len % 4 == 0;
 }
 
+// `m` holds the message's first bytes: a call's op needs kCallHeader of
+// them (without, the call is recorded with no op).
 void EmitMessage(EventSink& sink, Direction dir, trace::TimeNs ts, bool reply,
-                 uint32_t xid) {
-  sink.Emit(
-      {reply ? trace::Kind::kReturn : trace::Kind::kCall, dir, ts, xid, true});
+                 uint32_t xid, std::span<const std::byte> m) {
+  std::string op;
+  if (!reply && m.size() >= kCallHeader) {
+    ByteCursor c(m.subspan(12));
+    uint32_t prog = c.U32();
+    uint32_t vers = c.U32();
+    op = RpcOp(prog, vers, c.U32());
+  }
+  sink.Emit({reply ? trace::Kind::kReturn : trace::Kind::kCall, dir, ts, xid,
+             true, op});
 }
 
 const char* CheckName(MsgCheck c) {
@@ -106,7 +120,7 @@ class RpcDatagramDecoder final : public DatagramDecoder {
       sink_.Count(CheckName(c));
       return;
     }
-    EmitMessage(sink_, dir, ts, reply, xid);
+    EmitMessage(sink_, dir, ts, reply, xid, payload);
   }
 
  private:
@@ -132,6 +146,7 @@ class RpcStreamDecoder final : public StreamDecoder {
     s.resync = true;
     s.record_start = true;
     s.header_len = 0;
+    s.emitted = false;
   }
 
  private:
@@ -139,9 +154,10 @@ class RpcStreamDecoder final : public StreamDecoder {
     StreamBuffer buf;
     bool record_start = true;  // the next fragment begins a new record
     bool resync = false;
-    // The record's first kMinHeader bytes, gathered across fragments.
-    std::array<std::byte, kMinHeader> header{};
+    // The record's first kCallHeader bytes, gathered across fragments.
+    std::array<std::byte, kCallHeader> header{};
     size_t header_len = 0;
+    bool emitted = false;  // the record's call or return
     trace::TimeNs header_ts = 0;
   };
   Side& side(Direction d) {
@@ -166,7 +182,7 @@ class RpcStreamDecoder final : public StreamDecoder {
         Bad(s, "rpc_bad_record_mark");
         continue;
       }
-      size_t want = std::min<size_t>(len, kMinHeader - s.header_len);
+      size_t want = std::min<size_t>(len, kCallHeader - s.header_len);
       if (d.size() < 4 + want) {
         return;
       }
@@ -190,7 +206,7 @@ class RpcStreamDecoder final : public StreamDecoder {
       std::copy_n(d.begin() + 4, want,
                   s.header.begin() + static_cast<std::ptrdiff_t>(s.header_len));
       s.header_len += want;
-      if (want > 0 && s.header_len == kMinHeader) {
+      if (!s.emitted && s.header_len >= kMinHeader) {
         uint32_t xid = 0;
         bool reply = false;
         MsgCheck check = CheckMessage(s.header, &xid, &reply);
@@ -198,7 +214,12 @@ class RpcStreamDecoder final : public StreamDecoder {
           Bad(s, s.resync ? "rpc_bad_record_mark" : CheckName(check));
           continue;
         }
-        EmitMessage(sink_, dir, s.header_ts, reply, xid);
+        // A call waits for its procedure (up to the record's end).
+        if (reply || s.header_len == kCallHeader || last) {
+          s.emitted = true;
+          EmitMessage(sink_, dir, s.header_ts, reply, xid,
+                      std::span<const std::byte>(s.header).first(s.header_len));
+        }
       }
       s.resync = false;
       s.record_start = last;
@@ -207,6 +228,7 @@ class RpcStreamDecoder final : public StreamDecoder {
           sink_.Count("rpc_truncated");
         }
         s.header_len = 0;
+        s.emitted = false;
       }
       s.buf.Skip(4ull + len);
     }
@@ -225,6 +247,7 @@ class RpcStreamDecoder final : public StreamDecoder {
     s.resync = true;
     s.record_start = true;
     s.header_len = 0;
+    s.emitted = false;
     s.buf.Consume(1);
   }
 

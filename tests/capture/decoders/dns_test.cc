@@ -92,5 +92,28 @@ TEST(DnsProbe, AcceptsQueriesRejectsOthers) {
   EXPECT_EQ(dns->probe_stream(Bytes("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")), 0);
 }
 
+TEST(DnsDatagram, QueriesNameTheirType) {
+  RecordingSink sink;
+  auto d = FindDecoder("dns")->make_datagram(sink);
+  auto q = DnsMessage(1, false);
+  d->OnDatagram(Direction::kToServer, 1, Span(q));
+  q[q.size() - 3] = std::byte{28};  // AAAA
+  d->OnDatagram(Direction::kToServer, 2, Span(q));
+  q[q.size() - 3] = std::byte{12};  // PTR
+  d->OnDatagram(Direction::kToServer, 3, Span(q));
+  q[q.size() - 4] = std::byte{0x10};  // 0x100c: no mnemonic
+  d->OnDatagram(Direction::kToServer, 4, Span(q));
+  d->OnDatagram(Direction::kToClient, 5, Span(DnsMessage(1, true)));
+  EXPECT_EQ(sink.CallOps(), "dns:A dns:AAAA dns:PTR dns:TYPE4108");
+  EXPECT_EQ(sink.ops.back(), "");  // a response names nothing
+}
+
+TEST(DnsStream, QueriesNameTheirType) {
+  RecordingSink sink;
+  auto d = FindDecoder("dns")->make_stream(sink);
+  d->OnData(Direction::kToServer, 1, Span(Tcp(DnsMessage(3, false))));
+  EXPECT_EQ(sink.CallOps(), "dns:A");
+}
+
 }  // namespace
 }  // namespace bbprof::capture

@@ -45,5 +45,14 @@ TEST(Generic, LostTurnsAreCounted) {
   EXPECT_EQ(sink.count("generic_call_lost"), 1u);
 }
 
+TEST(Generic, CallsNameTheirFirstWord) {
+  RecordingSink sink;
+  auto d = FindDecoder("generic")->make_stream(sink);
+  d->OnData(Direction::kToServer, 1, AsBytes("EHLO client\r\n"));
+  d->OnData(Direction::kToClient, 2, AsBytes("250 ok\r\n"));
+  d->OnData(Direction::kToServer, 3, AsBytes("\x01\x02 binary"));
+  EXPECT_EQ(sink.CallOps(), "generic:EHLO -");
+}
+
 }  // namespace
 }  // namespace bbprof::capture

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "capture/decoders/decoders.h"
+#include "capture/decoders/op_names.h"
 #include "tests/capture/decoders/test_sink.h"
 
 namespace bbprof::capture {
@@ -17,7 +18,10 @@ void Frame(std::vector<std::byte>& v, uint8_t type, uint8_t flags,
   v.push_back(static_cast<std::byte>(type));
   v.push_back(static_cast<std::byte>(flags));
   Put32(v, stream);
-  for (size_t i = 0; i < length; ++i) v.push_back(std::byte{0x5a});
+  // Header blocks are HPACK: 0x82 is a whole field (":method: GET"), so
+  // any length (priority fields included) decodes.
+  std::byte fill = type == 1 || type == 9 ? std::byte{0x82} : std::byte{0x5a};
+  for (size_t i = 0; i < length; ++i) v.push_back(fill);
 }
 
 // Client: preface, SETTINGS, HEADERS (no END_HEADERS) + CONTINUATION on
@@ -124,6 +128,83 @@ TEST(Http2Probe, PrefaceOrFrames) {
   EXPECT_GT(h2->probe_stream(Span(c)), 0);
   EXPECT_EQ(h2->probe_stream(Bytes("GET / HTTP/1.1\r\n\r\n")), 0);
   EXPECT_EQ(h2->probe_stream(Bytes("*3\r\n$3\r\nSET\r\n")), 0);
+}
+
+// A HEADERS frame carrying `block` (an HPACK header block).
+void HeadersFrame(std::vector<std::byte>& v, uint8_t flags, uint32_t stream,
+                  std::string_view block) {
+  v.push_back(static_cast<std::byte>(block.size() >> 16));
+  Put16(v, static_cast<uint16_t>(block.size()));
+  v.push_back(std::byte{1});
+  v.push_back(static_cast<std::byte>(flags));
+  Put32(v, stream);
+  Append(v, AsBytes(block));
+}
+
+// HPACK (RFC 7541) by hand: indexed fields (0x80 | index), and literals with
+// incremental indexing of an indexed name (0x40 | index), value not Huffman.
+std::string Literal(uint8_t name_index, std::string_view value) {
+  return std::string(1, static_cast<char>(0x40 | name_index)) +
+         static_cast<char>(value.size()) + std::string(value);
+}
+
+TEST(Http2, CallsNameTheirGrpcMethodOrHttpRouteThroughTheDynamicTable) {
+  std::vector<std::byte> c = Bytes(kPreface);
+  // POST (3), :path literal (4), content-type literal (31): both indexed
+  // into the dynamic table (62: content-type, 63: :path).
+  HeadersFrame(c, 0x4, 1,
+               "\x83" + Literal(4, "/helloworld.Greeter/SayHello") +
+                   Literal(31, "application/grpc+proto"));
+  // The same again from the dynamic table alone.
+  HeadersFrame(c, 0x4, 3, "\x83\xbf\xbe");
+  // GET (2), a literal :path with a number, no gRPC content-type; then
+  // padded (0x8) with priority (0x20) and split by a CONTINUATION.
+  std::string block = "\x82" + Literal(4, "/item/42?q=1");
+  std::string first =
+      std::string("\x02") + std::string(5, '\0') + block.substr(0, 3) + "pp";
+  HeadersFrame(c, 0x28, 5, first);
+  std::vector<std::byte> cont;
+  HeadersFrame(cont, 0x4, 5, block.substr(3));
+  cont[3] = std::byte{9};  // CONTINUATION
+  Append(c, cont);
+  for (size_t split = 0; split <= c.size(); ++split) {
+    RecordingSink sink;
+    auto d = FindDecoder("http2")->make_stream(sink);
+    d->OnData(kC, 1, Span(c).subspan(0, split));
+    d->OnData(kC, 2, Span(c).subspan(split));
+    ASSERT_EQ(
+        sink.CallOps(),
+        "grpc:/helloworld.Greeter/SayHello grpc:/helloworld.Greeter/SayHello "
+        "http:GET:/item/{n}")
+        << split;
+    ASSERT_TRUE(sink.counts.empty()) << split;
+  }
+}
+
+TEST(Http2, ServerSettingsGrowTheHeaderTableAndLostBlocksLeaveNoOp) {
+  std::vector<std::byte> s;
+  // SETTINGS_HEADER_TABLE_SIZE = 8192.
+  s.insert(s.end(), {std::byte{0}, std::byte{0}, std::byte{6}, std::byte{4},
+                     std::byte{0}});
+  Put32(s, 0);
+  Put16(s, 1);
+  Put32(s, 8192);
+  std::vector<std::byte> c = Bytes(kPreface);
+  // A dynamic table size update to 8192 (0x3f e1 3f: 31 + 8161), then GET /.
+  HeadersFrame(c, 0x4, 1, std::string("\x3f\xe1\x3f\x82\x84", 5));
+  RecordingSink sink;
+  auto d = FindDecoder("http2")->make_stream(sink);
+  d->OnData(kS, 1, Span(s));
+  d->OnData(kC, 2, Span(c));
+  EXPECT_EQ(sink.CallOps(), "http:GET:/");
+  // A hole in the client's bytes: later calls have no op, counted once.
+  d->OnGap(kC, 100);
+  std::vector<std::byte> more;
+  HeadersFrame(more, 0x4, 3, "\x82\x84");
+  HeadersFrame(more, 0x4, 5, "\x82\x84");
+  d->OnData(kC, 3, Span(more));
+  EXPECT_EQ(sink.CallOps(), "http:GET:/ - -");
+  EXPECT_EQ(sink.count("http2_hpack_lost"), 1u);
 }
 
 }  // namespace

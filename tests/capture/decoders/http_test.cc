@@ -210,5 +210,19 @@ TEST(HttpProbe, AcceptsRequestsRejectsOthers) {
   EXPECT_EQ(http->probe_stream(Bytes("get key\r\n")), 0);
 }
 
+TEST(Http, CallsNameTheirMethodAndRouteTemplate) {
+  RecordingSink sink;
+  auto d = FindDecoder("http")->make_stream(sink);
+  d->OnData(
+      Direction::kToServer, 1,
+      AsBytes("GET /item/42?x=1 HTTP/1.1\r\nHost: h\r\n\r\n"
+              "POST /users/123e4567-e89b-12d3-a456-426614174000/avatar "
+              "HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi"
+              "GET http://proxy.example/a%20b/deadbeef0123 HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(sink.CallOps(),
+            "http:GET:/item/{n} http:POST:/users/{uuid}/avatar "
+            "http:GET:/a%20b/{id}");
+}
+
 }  // namespace
 }  // namespace bbprof::capture

@@ -119,5 +119,29 @@ TEST(RedisMemcachedProbe, AcceptOwnRejectOthers) {
   EXPECT_EQ(mc->probe_stream(Bytes("GET / HTTP/1.1\r\n\r\n")), 0);
 }
 
+TEST(Redis, CallsNameTheirCommandUpperCasedSplitEverywhere) {
+  const std::string req =
+      "*2\r\n$3\r\nget\r\n$1\r\nk\r\n"
+      "ping\r\n"
+      "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$1\r\nx\r\n"
+      "*0\r\n";
+  for (size_t split = 0; split <= req.size(); ++split) {
+    RecordingSink sink;
+    auto d = FindDecoder("redis")->make_stream(sink);
+    FeedSplit(*d, kC, req, split);
+    ASSERT_EQ(sink.CallOps(), "redis:GET redis:PING redis:CLIENT -") << split;
+    // The call keeps the time of its first byte, not of its command's.
+    ASSERT_EQ(sink.events[0].ts, split == 0 ? 2 : 1) << split;
+  }
+}
+
+TEST(Memcached, CallsNameTheirCommand) {
+  RecordingSink sink;
+  auto d = FindDecoder("memcached")->make_stream(sink);
+  d->OnData(kC, 1,
+            AsBytes("get a b\r\nset k 0 0 1\r\nx\r\ndelete k noreply\r\n"));
+  EXPECT_EQ(sink.CallOps(), "memcached:get memcached:set");
+}
+
 }  // namespace
 }  // namespace bbprof::capture

@@ -170,5 +170,36 @@ TEST(RpcProbe, AcceptsCallsRejectsOthers) {
             0);
 }
 
+// The call's op is its program and procedure (NFSv3 GETATTR here), read
+// from the header even when fragments cut it; the reply carries none (the
+// core gives it its call's).
+TEST(RpcStream, CallsNameTheirProcedureAcrossFragments) {
+  for (size_t frag : {size_t{0}, size_t{5}, size_t{13}, size_t{23}}) {
+    RecordingSink sink;
+    auto d = MakeRpc(sink);
+    auto rec = Record(RpcMessage(7, false), frag);
+    for (size_t i = 0; i < rec.size(); ++i) {  // a byte at a time
+      d->OnData(Direction::kToServer, 10, Span(rec).subspan(i, 1));
+    }
+    d->OnData(Direction::kToClient, 20, Span(Record(RpcMessage(7, true))));
+    EXPECT_EQ(sink.Summary(), "C7@10 R7@20") << frag;
+    EXPECT_EQ(sink.CallOps(), "nfs3:GETATTR") << frag;
+    EXPECT_EQ(sink.ops[1], "") << frag;
+  }
+}
+
+TEST(RpcDatagram, CallsNameTheirProcedureOrProgramNumbers) {
+  RecordingSink sink;
+  auto d = FindDecoder("rpc")->make_datagram(sink);
+  auto call = RpcMessage(9, false);
+  call[15] = std::byte{0xA5};  // program 100005 -> mount
+  d->OnDatagram(Direction::kToServer, 1, Span(call));
+  call[14] = std::byte{0x7F};  // an unknown program
+  d->OnDatagram(Direction::kToServer, 2, Span(call));
+  // A call cut before its procedure is a call with no op.
+  d->OnDatagram(Direction::kToServer, 3, Span(call).first(20));
+  EXPECT_EQ(sink.CallOps(), "mount3:MNT rpc:98213:3:1 -");
+}
+
 }  // namespace
 }  // namespace bbprof::capture

@@ -18,7 +18,21 @@ namespace bbprof::capture {
 
 class RecordingSink : public EventSink {
  public:
-  void Emit(const AppEvent& e) override { events.push_back(e); }
+  void Emit(const AppEvent& e) override {
+    events.push_back(e);
+    events.back().op = {};  // a view valid during Emit only: kept in `ops`
+    ops.emplace_back(e.op);
+  }
+  // The calls' ops in order, space-separated ("-" for none).
+  std::string CallOps() const {
+    std::string s;
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (events[i].kind != trace::Kind::kCall) continue;
+      if (!s.empty()) s += ' ';
+      s += ops[i].empty() ? "-" : ops[i];
+    }
+    return s;
+  }
   void Count(std::string_view reason, uint64_t n = 1) override {
     counts[std::string(reason)] += n;
   }
@@ -45,6 +59,7 @@ class RecordingSink : public EventSink {
     return s;
   }
   std::vector<AppEvent> events;
+  std::vector<std::string> ops;  // per event
   std::map<std::string, uint64_t> counts;
 };
 
