@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "capture/transport.h"
 #include "tests/capture/packet_builder.h"
@@ -73,6 +75,78 @@ TEST(CaptureCliTest, ReadsAPcapIntoATraceWithNanosecondTimes) {
   EXPECT_NE(out.find("wrote 6 records"), std::string::npos) << out;
   // The trace is a valid input for the rest of the tool.
   ASSERT_EQ(RunCli("stats " + dir.File("a.trace"), &out), 0) << out;
+}
+
+// A little-endian pcapng: one interface with if_tsresol `tsresol`, then one
+// Enhanced Packet Block per (timestamp in resolution units, frame).
+std::string Pcapng(
+    uint8_t tsresol,
+    const std::vector<std::pair<uint64_t, PacketBuilder::Bytes>>& packets) {
+  std::string b;
+  auto u32 = [&b](uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  u32(0x0A0D0D0A);  // section header block
+  u32(28);
+  u32(0x1A2B3C4D);
+  u32(1);  // version 1.0
+  u32(0xffffffff);
+  u32(0xffffffff);  // section length unknown
+  u32(28);
+  u32(1);  // interface description block
+  u32(32);
+  u32(1);  // LINKTYPE_ETHERNET, reserved
+  u32(262144);
+  u32(9 | 1 << 16);  // if_tsresol, 1 byte
+  u32(tsresol);
+  u32(0);  // opt_endofopt
+  u32(32);
+  for (const auto& [ts, frame] : packets) {
+    uint32_t padded = (static_cast<uint32_t>(frame.size()) + 3) & ~3u;
+    u32(6);  // enhanced packet block
+    u32(32 + padded);
+    u32(0);
+    u32(static_cast<uint32_t>(ts >> 32));
+    u32(static_cast<uint32_t>(ts));
+    u32(static_cast<uint32_t>(frame.size()));
+    u32(static_cast<uint32_t>(frame.size()));
+    for (std::byte c : frame) b.push_back(static_cast<char>(c));
+    b.append(padded - frame.size(), '\0');
+    u32(32 + padded);
+  }
+  return b;
+}
+
+// Issue 16, defect 2: a pcapng timestamp whose conversion to nanoseconds
+// overflows int64 was undefined behaviour (and wrote a negative time the
+// reader refuses). It is a counted reason now, and the trace stays valid.
+TEST(CaptureCliTest, TimestampsOutOfRangeAreCountedNotOverflowed) {
+  TempDir dir;
+  Addr c{"192.168.1.10", 41000}, s{"192.168.1.20", 80};
+  auto call = PacketBuilder::Ethernet(
+      PacketBuilder::Tcp(c, s, 1, kTcpAck, Req(0)), false);
+  auto reply = PacketBuilder::Ethernet(
+      PacketBuilder::Tcp(s, c, 1, kTcpAck, Resp()), false);
+  struct Case {
+    uint8_t tsresol;
+    uint64_t good, huge;
+  };
+  for (Case k : {Case{0, 1'700'000'000, uint64_t{1} << 62},  // seconds
+                 Case{9, 1'700'000'000'000'000'000, ~uint64_t{0}},
+                 Case{3, 1'700'000'000'000, uint64_t{1} << 63}}) {
+    SCOPED_TRACE(static_cast<int>(k.tsresol));
+    std::string in = dir.Write(
+        "huge.pcapng", Pcapng(k.tsresol, {{k.good, call}, {k.huge, reply}}));
+    std::string out;
+    ASSERT_EQ(RunCli("capture -r " + in + " -o " + dir.File("h.trace"), &out),
+              0)
+        << out;
+    std::string t = ReadFile(dir.File("h.trace"));
+    EXPECT_NE(t.find(" timestamp_out_of_range=1"), std::string::npos) << t;
+    EXPECT_EQ(CountLines(t, "\tCALL\t"), 1u) << t;
+    EXPECT_EQ(t.find("\n-"), std::string::npos) << t;  // no negative time
+    ASSERT_EQ(RunCli("stats " + dir.File("h.trace"), &out), 0) << out;
+  }
 }
 
 TEST(CaptureCliTest, MicrosecondPcapGzipAndStandardInput) {
@@ -219,7 +293,6 @@ TEST(CaptureCliTest, ErrorsAreClearWithMeaningfulExitCodes) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("x.trace")));
 }
 
-
 // The analysis commands take a capture file directly and see exactly the
 // trace `bbprof capture -r` writes; a damaged capture fails them clearly.
 TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
@@ -255,7 +328,6 @@ TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
   EXPECT_NE(out.find(dir.File("cut.pcap")), std::string::npos) << out;
   EXPECT_NE(out.find("truncated"), std::string::npos) << out;
 }
-
 
 // Per-host captures merge straight from their pcaps: the same exchanges seen
 // by two sniffers, 100 us apart, merge into one copy of each.
