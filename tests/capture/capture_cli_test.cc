@@ -31,8 +31,9 @@ std::string Req(int i) { return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost
 std::string Resp() { return "HTTP/1.1 204 No Content\r\n\r\n"; }
 
 // `n` HTTP exchanges, one every `gap` ns, on one connection.
-void WriteHttp(PcapWriter& w, int n, int64_t gap, int64_t t0 = kT0) {
-  Addr c{"192.168.1.10", 41000}, s{"192.168.1.20", 80};
+void WriteHttp(PcapWriter& w, int n, int64_t gap, int64_t t0 = kT0,
+               uint16_t client_port = 41000) {
+  Addr c{"192.168.1.10", client_port}, s{"192.168.1.20", 80};
   uint32_t cs = 1, ss = 1;
   for (int i = 0; i < n; ++i) {
     std::string q = Req(i), a = Resp();
@@ -147,6 +148,28 @@ TEST(CaptureCliTest, TimestampsOutOfRangeAreCountedNotOverflowed) {
     EXPECT_EQ(t.find("\n-"), std::string::npos) << t;  // no negative time
     ASSERT_EQ(RunCli("stats " + dir.File("h.trace"), &out), 0) << out;
   }
+}
+
+// Issue 16, defect 10: docs/capture.md read two files with `-r a b`, which
+// takes b as a filter; -r repeats, and the files are read as one capture.
+// `capture --help` says "Exit status" once.
+TEST(CaptureCliTest, RepeatedReadFlagsReadEveryFileInOrder) {
+  TempDir dir;
+  {
+    PcapWriter a(dir.File("a.pcap"));
+    WriteHttp(a, 2, 10 * kMs);
+    PcapWriter b(dir.File("b.pcap"));
+    WriteHttp(b, 3, 10 * kMs, kT0 + 1'000 * kMs, 41001);
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -q -r " + dir.File("a.pcap") + " -r " +
+                       dir.File("b.pcap") + " -o " + dir.File("ab.trace"),
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(CountLines(ReadFile(dir.File("ab.trace")), "\tCALL\t"), 5u);
+  ASSERT_EQ(RunCli("capture --help", &out), 0);
+  EXPECT_EQ(CountLines(out, "Exit status"), 1u) << out;
 }
 
 TEST(CaptureCliTest, MicrosecondPcapGzipAndStandardInput) {
