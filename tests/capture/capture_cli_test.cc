@@ -24,6 +24,8 @@ using testing::RecordLines;
 using testing::RunCli;
 using testing::TempDir;
 
+using namespace std::string_literals;
+
 constexpr int64_t kT0 = 1'700'000'000'123'456'789;  // nanoseconds
 constexpr int64_t kMs = 1'000'000;
 
@@ -214,6 +216,38 @@ TEST(CaptureCliTest, TruncatedPcapFailsNamingTheFileAndKeepsWhatWasRead) {
   std::string t = ReadFile(dir.File("t.trace"));
   EXPECT_EQ(CountLines(t, "\tCALL\t"), 20u) << t;
   EXPECT_EQ(CountLines(t, "\tRET\t"), 19u) << t;
+}
+
+// Issue 16, defect 9: a truncated compressed capture said "Input/output
+// error"; a capture whose magic lost one byte was read as a text trace ("too
+// few fields"). Both now name the file, the place and what was expected.
+TEST(CaptureCliTest, DamagedCapturesAreNamedForWhatTheyAre) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("t.pcap"));
+    WriteHttp(w, 200, 10 * kMs);
+  }
+  ASSERT_EQ(std::system(("gzip -k " + dir.File("t.pcap")).c_str()), 0);
+  std::string gz = ReadFile(dir.File("t.pcap.gz"));
+  std::string cut = dir.Write("cut.pcap.gz", gz.substr(0, gz.size() / 2));
+  std::string out;
+  for (const std::string& cmd : {"capture -q -o " + dir.File("c.trace") + " -r ", "stats "s}) {
+    EXPECT_EQ(RunCli(cmd + cut, &out), 1) << cmd;
+    EXPECT_NE(out.find(cut + ": truncated gzip stream (after packet "), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("Input/output error"), std::string::npos) << out;
+  }
+  std::string pcap = ReadFile(dir.File("t.pcap"));
+  pcap[3] = static_cast<char>(pcap[3] ^ 0x01);
+  std::string bad = dir.Write("bad.pcap", pcap);
+  EXPECT_EQ(RunCli("stats " + bad, &out), 1);
+  EXPECT_NE(out.find(bad + ": not a pcap, pcapng or trace file (bad magic 0x"), std::string::npos)
+      << out;
+  std::string junk = dir.Write("junk.bin", std::string("\x01\x02\x03\x04 CALL a b c\n"));
+  EXPECT_EQ(RunCli("nest " + junk, &out), 1);
+  EXPECT_NE(out.find(junk + ": not a pcap, pcapng or trace file (bad magic 0x01020304"),
+            std::string::npos)
+      << out;
 }
 
 TEST(CaptureCliTest, RotatesIntoAFolderOfCompleteTraces) {
