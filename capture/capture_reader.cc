@@ -8,20 +8,40 @@
 
 namespace bbprof::capture {
 
-bool LooksLikeCapture(std::string_view head) {
-  if (head.size() < 4) return false;
+namespace {
+
+// The first four bytes of a capture file, read as a native uint32.
+constexpr uint32_t kCaptureMagics[] = {
+    0xA1B2C3D4u, 0xD4C3B2A1u,  // pcap, microseconds, either byte order
+    0xA1B23C4Du, 0x4D3CB2A1u,  // pcap, nanoseconds
+    0x0A0D0D0Au,               // pcapng section header block
+};
+
+uint32_t HeadMagic(std::string_view head) {
   uint32_t magic;
   std::memcpy(&magic, head.data(), 4);
-  switch (magic) {
-    case 0xA1B2C3D4u:  // pcap, microseconds, either byte order
-    case 0xD4C3B2A1u:
-    case 0xA1B23C4Du:  // pcap, nanoseconds
-    case 0x4D3CB2A1u:
-    case 0x0A0D0D0Au:  // pcapng section header block
-      return true;
-    default:
-      return false;
+  return magic;
+}
+
+}  // namespace
+
+bool LooksLikeCapture(std::string_view head) {
+  if (head.size() < 4) return false;
+  for (uint32_t m : kCaptureMagics) {
+    if (HeadMagic(head) == m) return true;
   }
+  return false;
+}
+
+bool NearlyACapture(std::string_view head) {
+  if (head.size() < 4 || LooksLikeCapture(head)) return false;
+  for (uint32_t m : kCaptureMagics) {
+    uint32_t diff = HeadMagic(head) ^ m;
+    int equal = 0;
+    for (int i = 0; i < 4; ++i) equal += ((diff >> (8 * i)) & 0xff) == 0;
+    if (equal >= 3) return true;
+  }
+  return false;
 }
 
 std::string CaptureHeaderMeta(const PacketSource& source, size_t files,

@@ -33,6 +33,9 @@ std::string CaptureStatsMeta(const Reducer& reducer, const PacketSource& source)
 // True if the first bytes are a pcap (either byte order, micro- or
 // nanosecond) or pcapng file's magic number.
 bool LooksLikeCapture(std::string_view head);
+// True if `head` differs from a capture magic in one byte: a damaged
+// capture, to be named as such rather than read as a text trace.
+bool NearlyACapture(std::string_view head);
 
 // Opens `path` (pcap/pcapng, plain or gzip/zstd-compressed) as a trace.
 // Names are interned into `nodes` (a fresh table if null). A truncated or

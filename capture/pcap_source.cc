@@ -10,9 +10,19 @@
 
 namespace bbprof::capture {
 
+// What libpcap reads through when it cannot read the file itself: our
+// InputStream, and the message of its last error, which libpcap would
+// reduce to strerror(EIO) ("Input/output error").
+struct StreamCookie {
+  std::unique_ptr<trace::InputStream> in;
+  std::string error;
+};
+
 struct PacketSource::Impl {
   pcap_t* pcap = nullptr;
   bool nano = false;
+  StreamCookie* cookie = nullptr;  // owned by libpcap's FILE, if any
+  uint64_t frames = 0;             // delivered so far, for messages
   const std::function<void(const Frame&)>* fn = nullptr;
   ~Impl() {
     if (pcap != nullptr) pcap_close(pcap);
@@ -25,9 +35,10 @@ namespace {
 // input is handed to it through a stdio cookie over our InputStream, which
 // detects gzip and zstd by their magic bytes.
 ssize_t CookieRead(void* cookie, char* buf, size_t size) {
-  auto* in = static_cast<trace::InputStream*>(cookie);
-  Result<size_t> n = in->Read(buf, size);
+  auto* c = static_cast<StreamCookie*>(cookie);
+  Result<size_t> n = c->in->Read(buf, size);
   if (!n.ok()) {
+    c->error = n.status().message();
     errno = EIO;
     return -1;
   }
@@ -35,7 +46,7 @@ ssize_t CookieRead(void* cookie, char* buf, size_t size) {
 }
 
 int CookieClose(void* cookie) {
-  delete static_cast<trace::InputStream*>(cookie);
+  delete static_cast<StreamCookie*>(cookie);
   return 0;
 }
 
@@ -93,6 +104,7 @@ void Deliver(u_char* user, const struct pcap_pkthdr* h, const u_char* bytes) {
   f.data = std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes),
                                       h->caplen);
   f.wire_length = h->len;
+  ++impl->frames;
   (*impl->fn)(f);
 }
 
@@ -122,7 +134,7 @@ Result<std::unique_ptr<PacketSource>> PacketSource::OpenFile(
     cookie_io_functions_t io{};
     io.read = &CookieRead;
     io.close = &CookieClose;
-    trace::InputStream* raw = in->release();
+    auto* raw = new StreamCookie{std::move(*in), {}};
     FILE* f = fopencookie(raw, "rb", io);
     if (f == nullptr) {
       delete raw;
@@ -130,7 +142,16 @@ Result<std::unique_ptr<PacketSource>> PacketSource::OpenFile(
     }
     src->impl_->pcap = pcap_fopen_offline_with_tstamp_precision(
         f, PCAP_TSTAMP_PRECISION_NANO, err);
-    if (src->impl_->pcap == nullptr) std::fclose(f);
+    if (src->impl_->pcap == nullptr) {
+      if (!raw->error.empty()) {
+        Status s = Status::Error(raw->error + " (in the capture file header)");
+        std::fclose(f);
+        return s;
+      }
+      std::fclose(f);
+    } else {
+      src->impl_->cookie = raw;
+    }
   }
   if (src->impl_->pcap == nullptr) {
     return Status::Error(src->name_ + ": not a capture libpcap can read (" +
@@ -229,6 +250,13 @@ Result<int> PacketSource::Dispatch(int max,
   if (n == PCAP_ERROR_BREAK) return 0;
   if (n < 0) {
     at_end_ = true;
+    if (impl_->cookie != nullptr && !impl_->cookie->error.empty()) {
+      // The decompressor's own words ("FILE: truncated gzip stream") and
+      // where: libpcap would only say "Input/output error".
+      return Status::Error(impl_->cookie->error + " (after packet " +
+                           std::to_string(impl_->frames) +
+                           "; expected the rest of the capture)");
+    }
     return Status::Error(name_ + ": " + pcap_geterr(impl_->pcap));
   }
   if (n == 0 && !live_) at_end_ = true;

@@ -97,7 +97,7 @@ bool ParseSeconds(const std::string& text, trace::TimeNs* out) {
 int Run(std::span<const std::string> args) {
   CommandLine cl(
       "capture",
-      "(-i IFACE | -r FILE...) [-o OUT] [options] [FILTER...]",
+      "(-i IFACE | -r FILE [-r FILE]...) [-o OUT] [options] [FILTER...]",
       "Reduces packets to a trace of calls and returns (or, with --messages, "
       "of messages),\npassively: live from an interface (a mirrored switch "
       "port) or from pcap/pcapng\nfiles. TCP streams are reassembled; ONC "

@@ -46,8 +46,12 @@ std::string CommandLine::HelpText() const {
   }
   out << "\n" << options_;
   if (!epilog_.empty()) out << "\n" << epilog_ << "\n";
-  out << "\nExit status: 0 success, 1 bad input or failed run, 2 usage "
-         "error.\n";
+  // A subcommand whose epilog spells out its own exit statuses (capture's
+  // 130) replaces the generic line rather than repeating it.
+  if (epilog_.find("Exit status:") == std::string::npos) {
+    out << "\nExit status: 0 success, 1 bad input or failed run, 2 usage "
+           "error.\n";
+  }
   return out.str();
 }
 

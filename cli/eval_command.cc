@@ -8,7 +8,9 @@
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
 #include "nesting/evaluation.h"
+#include "trace/json_text.h"
 #include "trace/timestamp.h"
+#include "viz/result_json.h"
 
 namespace bbprof::cli {
 
@@ -47,6 +49,8 @@ int Run(std::span<const std::string> args) {
   if (j.value("tool", "") != "bbprof nest") {
     return cl.Fail(result_path + ": not a 'bbprof nest' result (field \"tool\")");
   }
+  if (Status s = viz::ValidateResult(j); !s.ok())
+    return cl.Fail(s.WithContext(result_path));
   nesting::Params params;
   try {
     const auto& p = j.at("params");
@@ -71,8 +75,9 @@ int Run(std::span<const std::string> args) {
   if (!ev.ok()) return cl.Fail(ev.status());
   bool to_stdout = cl.Has("json") && cl.Get<std::string>("json") == "-";
   if (cl.Has("json")) {
-    if (Status s = WriteFileAtomically(cl.Get<std::string>("json"),
-                                       nesting::EvaluationToJson(*ev).dump(2) + "\n");
+    if (Status s = WriteFileAtomically(
+            cl.Get<std::string>("json"),
+            trace::JsonText(nesting::EvaluationToJson(*ev)));
         !s.ok()) {
       return cl.Fail(s);
     }

@@ -9,6 +9,7 @@
 #include "cli/command_line.h"
 #include "nesting/nesting.h"
 #include "nesting/output.h"
+#include "trace/json_text.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 #include "viz/render.h"
@@ -137,8 +138,9 @@ int Run(std::span<const std::string> args) {
     if (!s.ok()) return cl.Fail(s.WithContext(cl.Get<std::string>(flag)));
   }
   if (cl.Has("json")) {
-    std::string text = doc.dump(2) + "\n";
-    if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), text); !s.ok()) {
+    std::string text = trace::JsonText(doc);
+    if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), text);
+        !s.ok()) {
       return cl.Fail(s);
     }
   }

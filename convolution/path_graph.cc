@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "convolution/search_steps.h"
+#include "trace/json_text.h"
 
 namespace bbprof::convolution {
 
@@ -296,7 +297,7 @@ std::string ResultJson(const TraceSummary& msgs, const Params& params,
         {{"nodes", p.nodes}, {"delays_s", p.delays_s}, {"count", p.count}});
   }
   j["paths"] = ps;
-  return j.dump(2) + "\n";
+  return trace::JsonText(j);
 }
 
 std::string ResultText(const TraceSummary& msgs, const PathGraph& graph) {

@@ -8,6 +8,7 @@
 
 #include "base/progress.h"
 #include "trace/byte_stream.h"
+#include "trace/json_text.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::trace {
@@ -166,7 +167,7 @@ std::string StatsToJson(const TraceStats& s) {
     if (e.matched) ej["mean_call_latency_s"] = e.latency_sum_s / static_cast<double>(e.matched);
     j["edges"].push_back(ej);
   }
-  return j.dump(2) + "\n";
+  return JsonText(j);
 }
 
 }  // namespace bbprof::trace

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "base/atomic_file.h"
+#include "viz/result_json.h"
 
 namespace bbprof::viz {
 
@@ -21,74 +22,8 @@ namespace {
 using nlohmann::json;
 
 // ---------------------------------------------------------------------------
-// Reading the result document. Every accessor takes the JSON path of the
-// value so errors say exactly which field is missing or mistyped; fields we
-// do not know are ignored (the spec allows additions).
-
-Status FieldError(const std::string& path, const char* expected,
-                  const char* what) {
-  return Status::Error(path + ": " + what + " (expected " + expected + ")");
-}
-
-std::string Join(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-Result<const json*> Member(const json& obj, const std::string& path,
-                           const std::string& key, const char* expected) {
-  std::string p = Join(path, key);
-  if (!obj.is_object())
-    return FieldError(path.empty() ? "$" : path, "an object", "not an object");
-  auto it = obj.find(key);
-  if (it == obj.end()) return FieldError(p, expected, "missing");
-  return &*it;
-}
-
-Result<std::string> GetString(const json& obj, const std::string& path,
-                              const std::string& key) {
-  auto m = Member(obj, path, key, "a string");
-  if (!m.ok()) return m.status();
-  if (!(*m)->is_string())
-    return FieldError(Join(path, key), "a string", "wrong type");
-  return (*m)->get<std::string>();
-}
-
-Result<double> GetNumber(const json& obj, const std::string& path,
-                         const std::string& key) {
-  auto m = Member(obj, path, key, "a number");
-  if (!m.ok()) return m.status();
-  if (!(*m)->is_number())
-    return FieldError(Join(path, key), "a number", "wrong type");
-  double v = (*m)->get<double>();
-  if (!std::isfinite(v))
-    return FieldError(Join(path, key), "a finite number", "not finite");
-  return v;
-}
-
-Result<int64_t> GetInteger(const json& obj, const std::string& path,
-                           const std::string& key) {
-  auto m = Member(obj, path, key, "an integer");
-  if (!m.ok()) return m.status();
-  if ((*m)->is_number_unsigned()) {
-    uint64_t u = (*m)->get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) {
-      return FieldError(Join(path, key), "an integer below 2^63", "too large");
-    }
-    return static_cast<int64_t>(u);
-  }
-  if (!(*m)->is_number_integer())
-    return FieldError(Join(path, key), "an integer", "wrong type");
-  return (*m)->get<int64_t>();
-}
-
-Result<const json*> GetArray(const json& obj, const std::string& path,
-                             const std::string& key) {
-  auto m = Member(obj, path, key, "an array");
-  if (!m.ok()) return m.status();
-  if (!(*m)->is_array())
-    return FieldError(Join(path, key), "an array", "wrong type");
-  return *m;
-}
+// Reading the result document, after ValidateResult (viz/result_json.h) has
+// checked it: the accessors still name the JSON path of anything amiss.
 
 #define VIZ_CONCAT_INNER(a, b) a##b
 #define VIZ_CONCAT(a, b) VIZ_CONCAT_INNER(a, b)
@@ -815,16 +750,9 @@ std::string FormatDuration(double seconds) {
 
 Result<std::vector<RenderedFile>> RenderResult(const nlohmann::json& result,
                                                const RenderOptions& options) {
-  if (!result.is_object())
-    return Status::Error("$: expected a JSON object (a bbprof result)");
+  BBPROF_RETURN_IF_ERROR(ValidateResult(result));
   std::string tool;
   VIZ_ASSIGN(tool, GetString(result, "", "tool"));
-  if (tool != "bbprof nest" && tool != "bbprof convolve") {
-    return Status::Error(
-        "tool: '" + tool +
-        "' is not a result this renderer knows (expected 'bbprof nest' or "
-        "'bbprof convolve')");
-  }
   if (options.one_page && options.format == Format::kPng &&
       tool == "bbprof nest") {
     return Status::Error("--one-page is available for svg and dot, not png");

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "capture/transport.h"
 #include "tests/capture/packet_builder.h"
@@ -22,6 +24,8 @@ using testing::RecordLines;
 using testing::RunCli;
 using testing::TempDir;
 
+using namespace std::string_literals;
+
 constexpr int64_t kT0 = 1'700'000'000'123'456'789;  // nanoseconds
 constexpr int64_t kMs = 1'000'000;
 
@@ -29,8 +33,9 @@ std::string Req(int i) { return "GET /" + std::to_string(i) + " HTTP/1.1\r\nHost
 std::string Resp() { return "HTTP/1.1 204 No Content\r\n\r\n"; }
 
 // `n` HTTP exchanges, one every `gap` ns, on one connection.
-void WriteHttp(PcapWriter& w, int n, int64_t gap, int64_t t0 = kT0) {
-  Addr c{"192.168.1.10", 41000}, s{"192.168.1.20", 80};
+void WriteHttp(PcapWriter& w, int n, int64_t gap, int64_t t0 = kT0,
+               uint16_t client_port = 41000) {
+  Addr c{"192.168.1.10", client_port}, s{"192.168.1.20", 80};
   uint32_t cs = 1, ss = 1;
   for (int i = 0; i < n; ++i) {
     std::string q = Req(i), a = Resp();
@@ -79,6 +84,100 @@ TEST(CaptureCliTest, ReadsAPcapIntoATraceWithNanosecondTimes) {
   ASSERT_EQ(RunCli("stats " + dir.File("a.trace"), &out), 0) << out;
 }
 
+// A little-endian pcapng: one interface with if_tsresol `tsresol`, then one
+// Enhanced Packet Block per (timestamp in resolution units, frame).
+std::string Pcapng(
+    uint8_t tsresol,
+    const std::vector<std::pair<uint64_t, PacketBuilder::Bytes>>& packets) {
+  std::string b;
+  auto u32 = [&b](uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<char>(v >> (8 * i)));
+  };
+  u32(0x0A0D0D0A);  // section header block
+  u32(28);
+  u32(0x1A2B3C4D);
+  u32(1);  // version 1.0
+  u32(0xffffffff);
+  u32(0xffffffff);  // section length unknown
+  u32(28);
+  u32(1);  // interface description block
+  u32(32);
+  u32(1);  // LINKTYPE_ETHERNET, reserved
+  u32(262144);
+  u32(9 | 1 << 16);  // if_tsresol, 1 byte
+  u32(tsresol);
+  u32(0);  // opt_endofopt
+  u32(32);
+  for (const auto& [ts, frame] : packets) {
+    uint32_t padded = (static_cast<uint32_t>(frame.size()) + 3) & ~3u;
+    u32(6);  // enhanced packet block
+    u32(32 + padded);
+    u32(0);
+    u32(static_cast<uint32_t>(ts >> 32));
+    u32(static_cast<uint32_t>(ts));
+    u32(static_cast<uint32_t>(frame.size()));
+    u32(static_cast<uint32_t>(frame.size()));
+    for (std::byte c : frame) b.push_back(static_cast<char>(c));
+    b.append(padded - frame.size(), '\0');
+    u32(32 + padded);
+  }
+  return b;
+}
+
+// Issue 16, defect 2: a pcapng timestamp whose conversion to nanoseconds
+// overflows int64 was undefined behaviour (and wrote a negative time the
+// reader refuses). It is a counted reason now, and the trace stays valid.
+TEST(CaptureCliTest, TimestampsOutOfRangeAreCountedNotOverflowed) {
+  TempDir dir;
+  Addr c{"192.168.1.10", 41000}, s{"192.168.1.20", 80};
+  auto call = PacketBuilder::Ethernet(
+      PacketBuilder::Tcp(c, s, 1, kTcpAck, Req(0)), false);
+  auto reply = PacketBuilder::Ethernet(
+      PacketBuilder::Tcp(s, c, 1, kTcpAck, Resp()), false);
+  struct Case {
+    uint8_t tsresol;
+    uint64_t good, huge;
+  };
+  for (Case k : {Case{0, 1'700'000'000, uint64_t{1} << 62},  // seconds
+                 Case{9, 1'700'000'000'000'000'000, ~uint64_t{0}},
+                 Case{3, 1'700'000'000'000, uint64_t{1} << 63}}) {
+    SCOPED_TRACE(static_cast<int>(k.tsresol));
+    std::string in = dir.Write(
+        "huge.pcapng", Pcapng(k.tsresol, {{k.good, call}, {k.huge, reply}}));
+    std::string out;
+    ASSERT_EQ(RunCli("capture -r " + in + " -o " + dir.File("h.trace"), &out),
+              0)
+        << out;
+    std::string t = ReadFile(dir.File("h.trace"));
+    EXPECT_NE(t.find(" timestamp_out_of_range=1"), std::string::npos) << t;
+    EXPECT_EQ(CountLines(t, "\tCALL\t"), 1u) << t;
+    EXPECT_EQ(t.find("\n-"), std::string::npos) << t;  // no negative time
+    ASSERT_EQ(RunCli("stats " + dir.File("h.trace"), &out), 0) << out;
+  }
+}
+
+// Issue 16, defect 10: docs/capture.md read two files with `-r a b`, which
+// takes b as a filter; -r repeats, and the files are read as one capture.
+// `capture --help` says "Exit status" once.
+TEST(CaptureCliTest, RepeatedReadFlagsReadEveryFileInOrder) {
+  TempDir dir;
+  {
+    PcapWriter a(dir.File("a.pcap"));
+    WriteHttp(a, 2, 10 * kMs);
+    PcapWriter b(dir.File("b.pcap"));
+    WriteHttp(b, 3, 10 * kMs, kT0 + 1'000 * kMs, 41001);
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -q -r " + dir.File("a.pcap") + " -r " +
+                       dir.File("b.pcap") + " -o " + dir.File("ab.trace"),
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(CountLines(ReadFile(dir.File("ab.trace")), "\tCALL\t"), 5u);
+  ASSERT_EQ(RunCli("capture --help", &out), 0);
+  EXPECT_EQ(CountLines(out, "Exit status"), 1u) << out;
+}
+
 TEST(CaptureCliTest, MicrosecondPcapGzipAndStandardInput) {
   TempDir dir;
   {
@@ -121,6 +220,38 @@ TEST(CaptureCliTest, TruncatedPcapFailsNamingTheFileAndKeepsWhatWasRead) {
   std::string t = ReadFile(dir.File("t.trace"));
   EXPECT_EQ(CountLines(t, "\tCALL\t"), 20u) << t;
   EXPECT_EQ(CountLines(t, "\tRET\t"), 19u) << t;
+}
+
+// Issue 16, defect 9: a truncated compressed capture said "Input/output
+// error"; a capture whose magic lost one byte was read as a text trace ("too
+// few fields"). Both now name the file, the place and what was expected.
+TEST(CaptureCliTest, DamagedCapturesAreNamedForWhatTheyAre) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("t.pcap"));
+    WriteHttp(w, 200, 10 * kMs);
+  }
+  ASSERT_EQ(std::system(("gzip -k " + dir.File("t.pcap")).c_str()), 0);
+  std::string gz = ReadFile(dir.File("t.pcap.gz"));
+  std::string cut = dir.Write("cut.pcap.gz", gz.substr(0, gz.size() / 2));
+  std::string out;
+  for (const std::string& cmd : {"capture -q -o " + dir.File("c.trace") + " -r ", "stats "s}) {
+    EXPECT_EQ(RunCli(cmd + cut, &out), 1) << cmd;
+    EXPECT_NE(out.find(cut + ": truncated gzip stream (after packet "), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("Input/output error"), std::string::npos) << out;
+  }
+  std::string pcap = ReadFile(dir.File("t.pcap"));
+  pcap[3] = static_cast<char>(pcap[3] ^ 0x01);
+  std::string bad = dir.Write("bad.pcap", pcap);
+  EXPECT_EQ(RunCli("stats " + bad, &out), 1);
+  EXPECT_NE(out.find(bad + ": not a pcap, pcapng or trace file (bad magic 0x"), std::string::npos)
+      << out;
+  std::string junk = dir.Write("junk.bin", std::string("\x01\x02\x03\x04 CALL a b c\n"));
+  EXPECT_EQ(RunCli("nest " + junk, &out), 1);
+  EXPECT_NE(out.find(junk + ": not a pcap, pcapng or trace file (bad magic 0x01020304"),
+            std::string::npos)
+      << out;
 }
 
 TEST(CaptureCliTest, RotatesIntoAFolderOfCompleteTraces) {
@@ -223,7 +354,6 @@ TEST(CaptureCliTest, ErrorsAreClearWithMeaningfulExitCodes) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("x.trace")));
 }
 
-
 // The analysis commands take a capture file directly and see exactly the
 // trace `bbprof capture -r` writes; a damaged capture fails them clearly.
 TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
@@ -259,7 +389,6 @@ TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
   EXPECT_NE(out.find(dir.File("cut.pcap")), std::string::npos) << out;
   EXPECT_NE(out.find("truncated"), std::string::npos) << out;
 }
-
 
 // Per-host captures merge straight from their pcaps: the same exchanges seen
 // by two sniffers, 100 us apart, merge into one copy of each.

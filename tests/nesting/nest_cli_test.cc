@@ -1,11 +1,11 @@
 // End-to-end tests of `bbprof nest` through the binary: output, JSON to a
 // file, and exit codes for bad traces and bad flags.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 
 #include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
@@ -28,6 +28,38 @@ TEST(NestCliTest, WritesReportAndJson) {
   EXPECT_NE(out.find("most time added by DB"), std::string::npos) << out;
   auto j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
   EXPECT_EQ(j["patterns"][0]["signature"], "client->WS(DB)");
+}
+
+// Issue 16, defects 6 and 7: node names and callids that are not UTF-8 or
+// hold control bytes are refused when read, with FILE:LINE and the bytes
+// escaped, by every command (they used to crash nest --json and stats --json
+// with "internal error: json type_error.316" after the whole analysis).
+TEST(NestCliTest, InvalidUtf8AndControlBytesAreRefusedAtReadTime) {
+  TempDir dir;
+  std::string bad_name =
+      dir.Write("n.trace", "0.000 CALL client WS 1\n0.001 CALL WS D\xff 2\n");
+  std::string bad_callid =
+      dir.Write("c.trace", "0.000 CALL client WS 1\x1b[2J\n");
+  const std::string json = " --json " + dir.File("r.json") + " ";
+  std::string out;
+  for (const char* cmd : {"nest", "stats"}) {
+    EXPECT_EQ(RunCli(cmd + json + bad_name, &out), 1) << cmd;
+    EXPECT_NE(
+        out.find(bad_name +
+                 ":2: bad receiver: node name 'D\\xff' is not valid UTF-8"),
+        std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("internal error"), std::string::npos) << out;
+    EXPECT_EQ(RunCli(cmd + json + bad_callid, &out), 1) << cmd;
+    EXPECT_NE(out.find(bad_callid + ":1: bad callid '1\\x1b[2J' contains "
+                                    "whitespace or control byte 0x1b"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  }
+  // The binary writer and the text reader agree: convert refuses the same.
+  EXPECT_EQ(RunCli("convert " + bad_callid + " " + dir.File("c.bbt"), &out), 1);
+  EXPECT_NE(out.find(bad_callid + ":1: bad callid"), std::string::npos) << out;
 }
 
 // nest reads binary traces with numeric ids (numbers, not text) and text

@@ -13,7 +13,6 @@ namespace {
 const std::string kSample =
     std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-short.conf";
 
-
 TEST(SkewerCliTest, HelpExplainsWithExamples) {
   std::string out;
   EXPECT_EQ(RunCli("skewer --help", &out), 0);
@@ -55,6 +54,25 @@ TEST(SkewerCliTest, RoundTripIsTwoCommandsAndByteExact) {
       << out;
   EXPECT_EQ(out, "");  // --quiet
   EXPECT_EQ(ReadFile(dir.File("back.trace")), ReadFile(t));
+}
+
+// Issue 16, defect 10: docs/formats.md says nodes of an offsets file that
+// are not in the trace are ignored by --remove (an --estimate over several
+// views names every host); --remove used to exit 2 after writing.
+TEST(SkewerCliTest, RemoveIgnoresOffsetsForNodesNotInTheTrace) {
+  TempDir dir;
+  std::string out;
+  const std::string t = dir.Write("t.trace", "1.0 CALL A B 1\n1.1 RET B A 1\n");
+  const std::string offsets = dir.Write("o.offsets", "A 0.5\nZZ 0.25\n");
+  ASSERT_EQ(RunCli("skewer " + t + " --remove " + offsets + " -o " +
+                       dir.File("r.trace"),
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("offsets for nodes not in " + t + " ignored: ZZ"),
+            std::string::npos)
+      << out;
+  EXPECT_TRUE(std::filesystem::exists(dir.File("r.trace")));
 }
 
 TEST(SkewerCliTest, UsageErrorsNameTheProblem) {

@@ -107,5 +107,18 @@ TEST(StatsTest, CountsKindsUnmatchedAndLatency) {
   EXPECT_EQ(s->nodes.at("B").received, 2u);
 }
 
+// Issue 16, defect 6: a string that is not UTF-8 (here a meta line and a
+// name that bypassed the readers) must not make the JSON writer throw
+// type_error.316 after the whole analysis: JsonText replaces the bytes.
+TEST(StatsTest, JsonOfInvalidUtf8IsWrittenNotThrown) {
+  TraceStats s;
+  s.meta.push_back("note=caf\xe9");
+  s.nodes["n\xff"].sent = 1;
+  std::string j;
+  ASSERT_NO_THROW(j = StatsToJson(s));
+  EXPECT_NE(j.find("caf\xef\xbf\xbd"), std::string::npos) << j;
+  EXPECT_NE(j.find("n\xef\xbf\xbd"), std::string::npos) << j;
+}
+
 }  // namespace
 }  // namespace bbprof::trace

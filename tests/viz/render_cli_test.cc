@@ -62,6 +62,23 @@ TEST(RenderCliTest, MissingFieldFailsWithJsonPathAndExit1) {
             std::string::npos);
 }
 
+// Issue 16, defect 11: a well-formed JSON document with impossible values
+// (here a negative count) is refused with the file and the JSON path, exit 1.
+TEST(RenderCliTest, ImpossibleValuesFailWithJsonPathAndExit1) {
+  TempDir dir;
+  std::string doc = ReadFile(kData + "nest.json");
+  size_t at = doc.find("\"count\":");
+  ASSERT_NE(at, std::string::npos);
+  doc.insert(doc.find_first_of("0123456789", at), "-");
+  std::string path = dir.Write("neg.json", doc);
+  EXPECT_EQ(RunRender(path + " -o " + dir.File("out"), dir), 1);
+  EXPECT_NE(
+      ReadFile(dir.File("stderr")).find(path + ": patterns[0].count: negative"),
+      std::string::npos)
+      << ReadFile(dir.File("stderr"));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("out/index.html")));
+}
+
 TEST(RenderCliTest, MissingFileExit1) {
   TempDir dir;
   EXPECT_EQ(RunRender(dir.File("nope.json") + " -o " + dir.File("out"), dir),

@@ -173,9 +173,8 @@ TEST(RenderErrorTest, MissingFieldsNameTheirJsonPath) {
   doc["edges"][2]["to"] = 99;
   EXPECT_EQ(ErrorOf(doc), "edges[2].to: no vertex with id 99");
   EXPECT_EQ(ErrorOf(nlohmann::json::parse(R"({"tool": "bbprof eval"})")),
-            "tool: 'bbprof eval' is not a result this renderer knows (expected "
-            "'bbprof "
-            "nest' or 'bbprof convolve')");
+            "tool: 'bbprof eval' is not a result bbprof knows (expected "
+            "'bbprof nest' or 'bbprof convolve')");
   EXPECT_EQ(ErrorOf(nlohmann::json::parse("[1,2]")),
             "$: expected a JSON object (a bbprof result)");
   EXPECT_EQ(ErrorOf(nlohmann::json::parse(R"({"patterns": []})")),
