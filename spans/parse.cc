@@ -88,6 +88,18 @@ void Keep(Span span, bool start_ok, bool end_ok, std::vector<Span>* out,
   out->push_back(std::move(span));
 }
 
+// Jaeger and Zipkin: a start and a duration, both in microseconds.
+void KeepWithDuration(Span span, const Json& js, const char* start_key,
+                      const char* duration_key, std::vector<Span>* out,
+                      Counters* counters) {
+  trace::TimeNs duration = 0;
+  const bool start_ok = TimeField(js, start_key, 1000, &span.start_ns);
+  const bool end_ok = TimeField(js, duration_key, 1000, &duration) &&
+                      start_ok && duration <= kMaxTime - span.start_ns;
+  span.end_ns = end_ok ? span.start_ns + duration : span.start_ns;
+  Keep(std::move(span), start_ok, end_ok, out, counters);
+}
+
 // "client", "SERVER", ... (Jaeger's span.kind tag, Zipkin's kind).
 SpanKind KindFromName(std::string name, Counters* counters) {
   for (char& c : name)
@@ -159,12 +171,7 @@ void ParseJaegerTrace(const Json& tr, std::vector<Span>* out,
       proc = Field(*processes, StringField(js, "processID").c_str());
     }
     if (proc != nullptr) s.service = StringField(*proc, "serviceName");
-    trace::TimeNs duration = 0;
-    bool start_ok = TimeField(js, "startTime", 1000, &s.start_ns);
-    bool end_ok = TimeField(js, "duration", 1000, &duration) && start_ok &&
-                  duration <= kMaxTime - s.start_ns;
-    s.end_ns = end_ok ? s.start_ns + duration : s.start_ns;
-    Keep(std::move(s), start_ok, end_ok, out, counters);
+    KeepWithDuration(std::move(s), js, "startTime", "duration", out, counters);
   }
 }
 
@@ -286,12 +293,7 @@ void ParseZipkinSpan(const Json& js, std::vector<Span>* out,
   if (const Json* ep = Field(js, "remoteEndpoint")) {
     s.remote_service = StringField(*ep, "serviceName");
   }
-  trace::TimeNs duration = 0;
-  bool start_ok = TimeField(js, "timestamp", 1000, &s.start_ns);
-  bool end_ok = TimeField(js, "duration", 1000, &duration) && start_ok &&
-                duration <= kMaxTime - s.start_ns;
-  s.end_ns = end_ok ? s.start_ns + duration : s.start_ns;
-  Keep(std::move(s), start_ok, end_ok, out, counters);
+  KeepWithDuration(std::move(s), js, "timestamp", "duration", out, counters);
 }
 
 Status ParseZipkin(const Json& v, std::vector<Span>* out, Counters* counters) {
