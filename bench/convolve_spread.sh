@@ -1,7 +1,8 @@
 #!/bin/sh
 # Spread delays (section 5.2.2, docs/convolution.md "How v is chosen"): each
-# trace searched with the paper's fixed v of one quantum (the default) and
-# with per-spike windows (--tolerance auto), one run after the other, printing the
+# trace searched with the paper's fixed v of one quantum (--tolerance
+# quantum), with the default per-spike choice, and with per-spike windows
+# for every spread spike (--tolerance auto), one run after the other, printing the
 # time, peak RSS and every path with its hop delays and count, and the
 # instances the email-relay paths should carry (from the trace itself).
 # Needs a release build:
@@ -20,17 +21,18 @@ python3 "$root/bench/convolve_gen.py" day "$work/day.trace"
 echo "email-relay instances (first hop of each tracelet):"
 awk '$2 == "MSG" && ($3 == "2" || $3 == "3") { n[$3 "->" $4]++ }
      END { for (k in n) print "  " k, n[k] }' "$work/relay.trace" | sort
-# run NAME INPUT MU FLAGS...: fixed v then per-spike windows.
+# run NAME INPUT MU FLAGS...: fixed v, the default, then per-spike windows.
 run() {
   name=$1 input=$2 mu=$3
   shift 3
-  for mode in fixed spread; do
+  for mode in fixed default spread; do
     tol="--tolerance auto"
-    [ "$mode" = fixed ] && tol="--tolerance $mu"
+    [ "$mode" = fixed ] && tol="--tolerance quantum"
+    [ "$mode" = default ] && tol=""
     # shellcheck disable=SC2086
     /usr/bin/time -v "$bin" convolve "$input" --quantum "$mu" "$@" $tol \
       --json "$work/$name-$mode.json" 2>"$work/$name-$mode.time" >/dev/null
-    printf '%-10s %-6s %8ss %7s KB\n' "$name" "$mode" \
+    printf '%-10s %-7s %8ss %7s KB\n' "$name" "$mode" \
       "$(grep 'Elapsed' "$work/$name-$mode.time" | awk '{print $NF}' | sed 's/^0://')" \
       "$(grep 'Maximum resident' "$work/$name-$mode.time" | awk '{print $NF}')"
     python3 -c "

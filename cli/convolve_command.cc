@@ -50,9 +50,11 @@ int Run(std::span<const std::string> args) {
       "valley-sigma", po::value<double>()->default_value(3.0),
       "S: spikes are separated by a point below S standard deviations")(
       "tolerance", po::value<std::string>(),
-      "v: a message matches a delay within +-v seconds (default: one "
-      "quantum); 'auto': each spike within its own spread, measured from "
-      "the correlation (5.2.2)")(
+      "v: a message matches a delay within +-v seconds; 'quantum': one "
+      "quantum, the paper's v; 'auto': each spread spike within its own "
+      "spread, measured from the correlation (5.2.2). Default: per spike, "
+      "its spread where widening catches more caused messages than "
+      "coincidences, else one quantum")(
       "min-count", po::value<uint64_t>()->default_value(5),
       "drop path edges carrying fewer messages")(
       "max-depth", po::value<int>()->default_value(10),
@@ -89,18 +91,24 @@ int Run(std::span<const std::string> args) {
   if (cl.Has("max-delay") && p.max_delay_ns <= 0) {
     return cl.UsageError("--max-delay must be a positive number of seconds");
   }
-  // The paper's fixed v of one quantum unless asked otherwise: spread-aware
-  // windows (`auto`) catch a spread hop's instances and centre its delay,
-  // but at fine quanta they also let the traffic of concurrent paths leak
-  // into each other's windows, level after level (docs/convolution.md,
-  // "How v is chosen"), so they are the user's choice, as 5.2.2 makes v.
-  if (!cl.Has("tolerance")) {
-    p.tolerance_ns = p.quantum_ns;
-  } else if (cl.Get<std::string>("tolerance") == "auto") {
-    p.spread_windows = true;
-  } else if (!seconds("tolerance", &p.tolerance_ns) || p.tolerance_ns < 0) {
-    return cl.UsageError(
-        "--tolerance must be a non-negative number of seconds or 'auto'");
+  // Per spike by default (section 5.2.2, docs/convolution.md "How v is
+  // chosen"): a spread spike's own window where widening catches more caused
+  // messages than coincidences, the paper's one quantum elsewhere. `auto`
+  // widens every spread spike; `quantum` or a number is the paper's fixed v.
+  if (cl.Has("tolerance")) {
+    const std::string t = cl.Get<std::string>("tolerance");
+    if (t == "auto") {
+      p.spread_always = true;
+    } else if (t == "quantum") {
+      p.spread_windows = false;
+      p.tolerance_ns = p.quantum_ns;
+    } else if (seconds("tolerance", &p.tolerance_ns) && p.tolerance_ns >= 0) {
+      p.spread_windows = false;
+    } else {
+      return cl.UsageError(
+          "--tolerance must be a non-negative number of seconds, 'quantum' or "
+          "'auto'");
+    }
   }
   p.spikes.spike_sigma = cl.Get<double>("spike-sigma");
   p.spikes.valley_sigma = cl.Get<double>("valley-sigma");

@@ -3,6 +3,7 @@
 #include "cli/capture_command.h"
 #include "cli/convert_command.h"
 #include "cli/eval_command.h"
+#include "cli/import_command.h"
 #include "cli/nest_command.h"
 #include "cli/convolve_command.h"
 #include "cli/maketrace_command.h"
@@ -21,6 +22,7 @@ std::span<const Subcommand> AllSubcommands() {
       kMergeCommand,
       kSkewerCommand,
       kConvertCommand,
+      kImportCommand,
       kNestCommand,
       kEvalCommand,
       kConvolveCommand,

@@ -76,12 +76,17 @@ struct Params {
   // v of section 5.2.2: a message matches a spike at delay d within
   // [d - v, d + v]; < 0 (the default): one quantum.
   trace::TimeNs tolerance_ns = -1;
-  // Section 5.2.2 per spike (`--tolerance auto`): each spike's window is its
-  // own spread, measured on the correlation (search_steps.h, MatchWindows;
-  // a sharp spike's is d +- one quantum), and tolerance_ns is not used. Off
-  // by default: at fine quanta on busy RPC traffic the wider windows let
-  // concurrent paths leak into each other (docs/convolution.md).
-  bool spread_windows = false;
+  // Section 5.2.2 per spike (the default): a spike's window may be its own
+  // spread, measured on the correlation (search_steps.h, MatchWindows; a
+  // sharp spike's is d +- one quantum), and tolerance_ns is not used. False:
+  // the fixed [d - v, d + v] of the paper with v = tolerance_ns.
+  bool spread_windows = true;
+  // With spread_windows: every spread spike gets its spread window
+  // (`--tolerance auto`). False (the default): only where widening catches
+  // more caused messages than coincidences; at fine quanta on busy RPC
+  // traffic the wider windows otherwise let concurrent paths leak into each
+  // other (docs/convolution.md, "How v is chosen").
+  bool spread_always = false;
   SpikeParams spikes;
   uint64_t min_count = 5;          // drop edges with fewer messages
   int max_depth = 10;              // hops from the root

@@ -45,6 +45,13 @@ struct MatchWindow {
 // With an explicit tolerance v (!p.spread_windows): [d - v, d + v] around
 // each spike's delay d, the paper's rule.
 //
+// By default (spread_windows, !spread_always) a spread spike keeps the window
+// below only when widening pays: over the positions it adds to the spike's
+// own point, the excess of c over its mean (the chance level) is at least
+// the mean, i.e. at least half of what the added width catches is caused;
+// otherwise it keeps d +- one quantum.  spread_always (`--tolerance auto`)
+// skips that test.
+//
 // Without one (p.spread_windows), each spike's own spread, measured on c
 // (section 5.2.2: "when the variance is significant ... increasing v to
 // allow delay variations of that magnitude"; here v is chosen per spike).

@@ -231,8 +231,14 @@ TEST(ResolveParams, RejectsBadValues) {
   p = Params{};
   EXPECT_TRUE(ResolveParams(p).ok());
   EXPECT_EQ(p.max_delay_ns, 1000 * p.quantum_ns);
+  // Per spike (section 5.2.2): a spread spike's own window where widening
+  // catches more caused messages than coincidences, else one quantum.
+  EXPECT_TRUE(p.spread_windows);
+  EXPECT_FALSE(p.spread_always);
+  p = Params{};
+  p.spread_windows = false;
+  EXPECT_TRUE(ResolveParams(p).ok());
   EXPECT_EQ(p.tolerance_ns, p.quantum_ns);  // the paper's v, one quantum
-  EXPECT_FALSE(p.spread_windows);
 }
 
 TEST(LoadMessages, EmptyTraceIsAnError) {

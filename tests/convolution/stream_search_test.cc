@@ -149,6 +149,7 @@ Params RandomParams(std::mt19937_64& rng, bool dense) {
   p.max_delay_ns = p.quantum_ns * (dense ? 200 : 20 + static_cast<TimeNs>(u(rng) * 280));
   const double t = u(rng);
   p.spread_windows = t < 0.4;
+  p.spread_always = t < 0.2;  // auto; else the default per-spike choice
   p.tolerance_ns = t < 0.6 ? 0 : static_cast<TimeNs>(u(rng) * 3.0 * static_cast<double>(p.quantum_ns));
   const uint64_t counts[] = {1, 3, 5};
   p.min_count = counts[static_cast<int>(u(rng) * 3)];
