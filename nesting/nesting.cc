@@ -497,7 +497,8 @@ class Engine {
   // gap is below d miss by up to d, and ChooseSkewWindow reads d off those
   // misses, for the start and the end separately (the two involve different
   // pairs of clocks). Calls with no call into B within kAutoSkewCap (a
-  // client's requests) are not counted. Pathids are ignored, so
+  // client's requests) are not counted, nor are ends measured with an
+  // assumed return (ImputeLostReturns). Pathids are ignored, so
   // evaluation's "cheating" run gets the same windows.
   void EstimateSkew() {
     struct Needs {
@@ -515,7 +516,10 @@ class Engine {
                 pp.call < c.call || (pp.call == c.call && p < child);
             const TimeNs s =
                 starts_before ? 0 : std::max<TimeNs>(1, pp.call - c.call);
-            const TimeNs e = std::max<TimeNs>(0, c.ret - pp.ret);
+            // An assumed return (the real one lost) says nothing of clocks.
+            const TimeNs e = pp.imputed || c.imputed
+                                 ? 0
+                                 : std::max<TimeNs>(0, c.ret - pp.ret);
             if (s > kAutoSkewCap || e > kAutoSkewCap) continue;
             const TimeNs m = std::max(s, e);
             if (best < 0 || m < best ||
