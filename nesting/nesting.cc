@@ -787,6 +787,10 @@ class Engine {
   static constexpr int kEdgeBits = 21;
   static constexpr uint32_t kArrival = (1u << kEdgeBits) - 1;  // anchor: P.call
   static constexpr uint32_t kReturn = (1u << kEdgeBits) - 2;   // the tail gap
+  // Anchor: P's return, for a child called after P returned (an
+  // asynchronous server; only a window admits such a parent, see
+  // EstimateSkew). Its gap is from P's return.
+  static constexpr uint32_t kAfterReturn = (1u << kEdgeBits) - 3;
   static uint64_t GapKey(uint32_t parent_edge, uint32_t from, uint32_t to) {
     return (uint64_t{parent_edge} << (2 * kEdgeBits)) |
            (uint64_t{from} << kEdgeBits) | to;
@@ -811,7 +815,7 @@ class Engine {
       auto [it, inserted] = ids.try_emplace(
           static_cast<uint64_t>(p.caller) << 32 | p.callee,
           static_cast<uint32_t>(ids.size()));
-      if (ids.size() >= kReturn) return false;
+      if (ids.size() >= kAfterReturn) return false;
       edge_of_[i] = it->second;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
     }
@@ -842,12 +846,27 @@ class Engine {
     const uint32_t pe = edge_of_[parent];
     auto& kids = tl_kids_;
     kids.clear();
+    auto& after = tl_after_;  // edges of the children called after P returned
+    after.clear();
+    auto add = [&](uint32_t s) {
+      const Pair& c = pairs_[s];
+      if (c.call > p.ret) {
+        after.push_back(edge_of_[s]);
+        gap(GapKey(pe, kAfterReturn, edge_of_[s]), c.call - p.ret);
+      } else {
+        kids.push_back({c.call, c.ret, edge_of_[s], -1});
+      }
+    };
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
-      if (s == exclude) continue;
-      kids.push_back({pairs_[s].call, pairs_[s].ret, edge_of_[s], -1});
+      if (s != exclude) add(s);
     }
-    if (extra != kNone) {
-      kids.push_back({pairs_[extra].call, pairs_[extra].ret, edge_of_[extra], -1});
+    if (extra != kNone) add(extra);
+    {
+      // The multiset of edges called after the return, like an anchor's.
+      std::sort(after.begin(), after.end());
+      uint64_t h = Mix(GapKey(pe, kAfterReturn, kReturn) ^ 0x5E75ULL);
+      for (uint32_t e : after) h = Mix(h ^ e);
+      set(GapKey(pe, kAfterReturn, kReturn), h);
     }
     std::sort(kids.begin(), kids.end(), [](const Kid& a, const Kid& b) {
       return a.ret != b.ret ? a.ret < b.ret : a.call < b.call;
@@ -1253,6 +1272,7 @@ class Engine {
   std::vector<double> log1p_;
   // Timeline scoring (see PrepareTimeline).
   std::vector<uint32_t> edge_of_;
+  std::vector<uint32_t> tl_after_;  // scratch of ForEachTerm
   std::vector<bool> makes_calls_;
   std::vector<float> prior_log_;
   FlatIndex gap_index_, set_index_, unseen_index_;
