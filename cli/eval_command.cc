@@ -59,12 +59,24 @@ int Run(std::span<const std::string> args) {
     params.penalty_generic = p.at("penalty_generic").get<double>();
     double w = p.at("skew_window_s").get<double>();
     params.skew_window = static_cast<trace::TimeNs>(w * 1e9 + 0.5);
+    // Automatic windows are worked out again from the truth trace (the
+    // same trace, so the same windows); results from before the automatic
+    // mode used the fixed window.
+    params.skew_auto = p.value("skew", std::string("fixed")) == "auto";
     params.smooth_bins = p.at("smoothing").get<double>();
     params.bin_base = p.at("bin_base").get<double>();
     params.raw_bin_scores = p.value("score", std::string("raw")) == "raw";
     // Results from before refinement existed were made without it.
     params.refine_passes = p.value("refine_passes", 0);
     params.timeline_passes = p.value("timeline_passes", 0);
+    const std::string assign = p.value("assign", std::string("model"));
+    if (assign != "model" && assign != "fcfs") {
+      return cl.Fail(
+          result_path +
+          ": bad \"params\": \"assign\" must be \"model\" or \"fcfs\"");
+    }
+    params.assign =
+        assign == "fcfs" ? nesting::Assign::kFcfs : nesting::Assign::kModel;
   } catch (const nlohmann::json::exception& e) {
     return cl.Fail(result_path + ": bad \"params\": " + e.what());
   }

@@ -2,6 +2,7 @@
 // ranked path patterns as text on standard output and/or as result JSON.
 #include "cli/nest_command.h"
 
+#include <cstdio>
 #include <iostream>
 
 #include "base/atomic_file.h"
@@ -35,11 +36,12 @@ int Run(std::span<const std::string> args) {
       ("penalty-overlap", po::value<double>()->default_value(defaults.penalty_overlap), "overlapping-child penalty exponent x (5.1.1.3)")
       ("penalty-same", po::value<double>()->default_value(defaults.penalty_same), "same-child penalty exponent y")
       ("penalty-generic", po::value<double>()->default_value(defaults.penalty_generic), "generic-child penalty exponent z")
-      ("skew-window", po::value<std::string>()->default_value("0"), "tolerate clock skew up to SECONDS between capture points (7.5.6)")
+      ("skew-window", po::value<std::string>()->default_value("auto"), "tolerate clock skew between capture points (7.5.6): 'auto' works a window out per edge from the trace; SECONDS forces one window (0 = none)")
       ("smooth", po::value<double>()->default_value(defaults.smooth_bins), "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")
       ("raw-bin-scores", "score nestings by the raw bin value as the paper does, not by delay density")
       ("refine-passes", po::value<int>()->default_value(defaults.refine_passes), "passes that re-choose each call's parent knowing all its siblings (0 = the paper's single greedy pass)")
       ("timeline-passes", po::value<int>()->default_value(defaults.timeline_passes), "passes that re-choose each call's parent by how likely the gaps of its parent's timeline become (0 = off)")
+      ("assign", po::value<std::string>()->default_value("model"), "how a call's parent is chosen: 'model' (scoreboards, penalties, refinement, timelines) or 'fcfs' (the oldest call into its node still open; a baseline)")
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
       ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
@@ -70,14 +72,23 @@ int Run(std::span<const std::string> args) {
   if (params.timeline_passes < 0 || params.timeline_passes > 100) {
     return cl.UsageError("--timeline-passes must be between 0 and 100");
   }
-  if (const std::string w = cl.Get<std::string>("skew-window");
-      !trace::ParseSecondsFlag(w, &params.skew_window)) {
-    return cl.UsageError("--skew-window '" + w + "' " + trace::FlagSecondsError(w));
+  const std::string skew = cl.Get<std::string>("skew-window");
+  params.skew_auto = skew == "auto";
+  if (!params.skew_auto) {
+    if (!trace::ParseSecondsFlag(skew, &params.skew_window)) {
+      return cl.UsageError("--skew-window '" + skew + "' " + trace::FlagSecondsError(skew) +
+                           " (or 'auto')");
+    }
+    if (params.skew_window < 0) {
+      return cl.UsageError(
+          "--skew-window must be 'auto' or a non-negative number of seconds, not '" + skew + "'");
+    }
   }
-  if (params.skew_window < 0) {
-    return cl.UsageError("--skew-window must be a non-negative number of seconds, not '" +
-                         cl.Get<std::string>("skew-window") + "'");
+  const std::string assign = cl.Get<std::string>("assign");
+  if (assign != "model" && assign != "fcfs") {
+    return cl.UsageError("--assign must be model or fcfs, not '" + assign + "'");
   }
+  params.assign = assign == "fcfs" ? nesting::Assign::kFcfs : nesting::Assign::kModel;
   if (params.smooth_bins < 0) return cl.UsageError("--smooth must be >= 0");
   if (!(params.bin_base > 1.0 && params.bin_base <= 2.0)) {
     return cl.UsageError("--bin-base must be in (1, 2]");
@@ -106,6 +117,16 @@ int Run(std::span<const std::string> args) {
   if ((*reader)->bad_lines_skipped() > 0) {
     Inform(cl, "skipped " + std::to_string((*reader)->bad_lines_skipped()) +
                    " malformed lines (first: " + (*reader)->first_bad_line_error() + ")");
+  }
+  for (const nesting::EdgeSkew& e : result->skew) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "clock skew: calls %s -> %s get a window of %.6f s at the start and "
+                  "%.6f s at the end (%llu of %llu not enclosed without one)",
+                  e.caller.c_str(), e.callee.c_str(), e.start_window_s, e.end_window_s,
+                  static_cast<unsigned long long>(e.missed),
+                  static_cast<unsigned long long>(e.children));
+    Inform(cl, line);
   }
   if (result->input.messages == 0) {
     return cl.Fail(result->input.path + ": the trace has no messages");

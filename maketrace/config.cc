@@ -531,7 +531,7 @@ class Parser {
     if (arrow == std::string_view::npos) {
       return Error(
           "expected 'CALLER -> CALLEE [delay=D±SD] [proc=D±SD] "
-          "[parallel] [weight=W]', not '" +
+          "[parallel] [after-return] [weight=W]', not '" +
           std::string(body) + "'");
     }
     std::string_view caller = Trim(body.substr(0, arrow));
@@ -561,6 +561,12 @@ class Parser {
               "tracelet every child is sent independently)");
         }
         s.parallel = true;
+      } else if (bare && k == "after-return") {
+        if (!rpc) {
+          return Error(
+              "'after-return' is for rpc tracelets (messages have no return)");
+        }
+        s.after_return = true;
       } else if (k == "delay" && !bare) {
         std::string err = ParseDelay(v, &s.delay);
         if (!err.empty()) return Error("delay=: " + err);
@@ -581,7 +587,8 @@ class Parser {
       } else {
         return Error("unknown step setting '" + std::string(w[i]) +
                      "' (expected delay=D±SD, " +
-                     (rpc ? "proc=D±SD, parallel, " : "") + "or weight=W)");
+                     (rpc ? "proc=D±SD, parallel, after-return, " : "") +
+                     "or weight=W)");
       }
     }
     // Pop to the parent: the nearest line indented less than this one.

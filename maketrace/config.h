@@ -37,7 +37,11 @@ struct Step {
   // call's arrival if it has no children) to sending its return.
   Delay proc;
   bool parallel = false;  // RPC only: runs alongside adjacent parallel steps
-  double weight = 1;      // roots only: choice among a tracelet's roots
+  // RPC only: sent `delay` after the call that entered the node has
+  // returned (an asynchronous server: its reply goes out first, the call
+  // it causes later), without holding that return back.
+  bool after_return = false;
+  double weight = 1;  // roots only: choice among a tracelet's roots
   int line = 0;
   std::vector<Step> children;
 };

@@ -79,6 +79,7 @@ Generator::CStep Generator::Compile(const Step& s, trace::NodeTable* nodes) {
   c.delay = s.delay;
   c.proc = s.proc;
   c.parallel = s.parallel;
+  c.after_return = s.after_return;
   for (const Step& child : s.children)
     c.children.push_back(Compile(child, nodes));
   return c;
@@ -209,6 +210,7 @@ TimeNs Generator::GenCall(const CStep& s, NodeId caller, TimeNs t_call,
   TimeNs group_end = anchor;
   bool in_group = false;
   for (const CStep& child : s.children) {
+    if (child.after_return) continue;  // sent after the return, below
     if (child.parallel) {
       if (!in_group) group_end = anchor;
       in_group = true;
@@ -227,6 +229,12 @@ TimeNs Generator::GenCall(const CStep& s, NodeId caller, TimeNs t_call,
   order = static_cast<uint32_t>(slot.msgs.size());
   slot.msgs.push_back(
       {t_ret, order, callee, caller, Kind::kReturn, withheld, false, callid});
+  // Asynchronous children: sent `delay` after this call returned, each on
+  // its own; they end the instance later but do not hold the return.
+  for (const CStep& child : s.children) {
+    if (child.after_return)
+      GenCall(child, callee, t_ret + Draw(child.delay), slot);
+  }
   return t_ret;
 }
 

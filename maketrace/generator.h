@@ -76,6 +76,7 @@ class Generator {
     std::vector<trace::NodeId> callees;
     Delay delay, proc;
     bool parallel = false;
+    bool after_return = false;
     std::vector<CStep> children;
   };
   struct CTracelet {

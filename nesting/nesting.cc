@@ -7,9 +7,11 @@
 #include <limits>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "base/progress.h"
+#include "nesting/skew.h"
 #include "trace/byte_stream.h"
 #include "trace/timestamp.h"
 
@@ -245,11 +247,13 @@ class Engine {
     if (!std::is_sorted(ret_order_.begin(), ret_order_.end(), by_return)) {
       std::stable_sort(ret_order_.begin(), ret_order_.end(), by_return);
     }
+    if (params_.skew_auto) EstimateSkew();
     FindCandidates();
     ScoreNestings();
     FindNestedPairs();
     NestingResult result;
     result.params = params_;
+    result.skew = skew_;
     BBPROF_RETURN_IF_ERROR(FindCallPaths(&result.patterns));
     result.input = stats_;
     return result;
@@ -288,7 +292,8 @@ class Engine {
     uint64_t early_seq = 0;
     // Each of two clocks may be up to w off, so a return can precede its
     // call by up to 2w.
-    const TimeNs w = 2 * params_.skew_window;
+    const TimeNs w =
+        2 * (params_.skew_auto ? kAutoSkewCap : params_.skew_window);
     // Drops early returns older than `now - w`: no call can claim them.
     auto expire_early = [&](TimeNs now) {
       while (!early_order.empty()) {
@@ -429,28 +434,26 @@ class Engine {
     }
   }
 
-  // Step 2 (5.1.1.1): the candidate parents of a call B->C are the calls
-  // into B that started before it and had not returned when it returned.
+  // Walks the matched pairs in return order and hands each one, with every
+  // call into its caller that is in flight or returned at most w ago (and
+  // started by w after its return), to visit(child, calls). A call event
+  // adds a pair to its callee's active list, a return event takes it out.
   // Only calls that did return can be parents (a call whose return was lost
   // would otherwise stay "open" forever and become a candidate for every
-  // later call into its node), so this is a sweep over the matched pairs
-  // in time order: a call event adds a pair to its callee's active list, a
-  // return event takes it out and collects the caller's active pairs as
-  // candidates. With a skew window w (7.5.6) a parent may start up to w
-  // after its child and end up to w before it.
-  void FindCandidates() {
+  // later call into its node).
+  template <class Visit>
+  void SweepEnclosing(TimeNs w, Visit&& visit) {
     const size_t n_nodes = names_.size();
     std::vector<std::vector<uint32_t>> active(n_nodes);
     // Recently returned pairs per node, kept for the skew window.
     std::vector<std::deque<uint32_t>> recent(n_nodes);
-    const TimeNs w = params_.skew_window;
+    std::vector<uint32_t> calls;
     size_t ci = 0;  // next pair (in call order) to start
-    // With a skew window, a parent that starts after its child (by up to w)
-    // must already be active when the child returns: start calls up to w
-    // ahead of the return being processed.
-    uint64_t total_cands = 0, with_cands = 0;
     for (uint32_t child : ret_order_) {
       const Pair& c = pairs_[child];
+      // With a skew window, a parent that starts after its child (by up to
+      // w) must already be active when the child returns: start calls up
+      // to w ahead of the return being processed.
       const TimeNs horizon = c.ret + w;
       for (; ci < pairs_.size() && pairs_[ci].call <= horizon; ++ci) {
         if (pairs_[ci].ret >= 0) active[pairs_[ci].callee].push_back(ci);
@@ -461,36 +464,143 @@ class Engine {
       if (pos != own.end()) own.erase(pos);
       if (w > 0) {
         auto& rq = recent[c.callee];
-        while (!rq.empty() && pairs_[rq.front()].ret < c.ret - w) rq.pop_front();
+        while (!rq.empty() && pairs_[rq.front()].ret < c.ret - w)
+          rq.pop_front();
         rq.push_back(child);
       }
-      Pair& cm = pairs_[child];
-      cm.cand_begin = static_cast<uint32_t>(cands_.size());
-      auto consider = [&](uint32_t p) {
-        const Pair& pp = pairs_[p];
-        if (p == child) return;
-        if (params_.use_pathids && pp.pathid != c.pathid) return;
-        bool starts_before = pp.call < c.call || (pp.call == c.call && p < child);
-        if (!starts_before && !(w > 0 && pp.call <= c.call + w)) return;
-        // Without skew, an active parent has not returned yet by
-        // construction; with skew it may have returned up to w before.
-        if (pp.ret < c.ret - w) return;
-        cands_.push_back(p);
-      };
-      for (uint32_t p : active[c.caller]) consider(p);
+      calls.clear();
+      for (uint32_t p : active[c.caller]) {
+        if (p != child) calls.push_back(p);
+      }
       if (w > 0) {
         auto& rq = recent[c.caller];
-        while (!rq.empty() && pairs_[rq.front()].ret < c.ret - w) rq.pop_front();
-        for (uint32_t p : rq) consider(p);
-        // Keep candidates in call order so ties go to the earliest parent.
-        std::sort(cands_.begin() + cm.cand_begin, cands_.end());
+        while (!rq.empty() && pairs_[rq.front()].ret < c.ret - w)
+          rq.pop_front();
+        for (uint32_t p : rq) {
+          if (p != child) calls.push_back(p);
+        }
       }
-      cm.cand_end = static_cast<uint32_t>(cands_.size());
-      if (cm.cand_end > cm.cand_begin) {
-        ++with_cands;
-        total_cands += cm.cand_end - cm.cand_begin;
-      }
+      visit(child, calls);
     }
+  }
+
+  static uint64_t EdgeKey(const Pair& p) {
+    return static_cast<uint64_t>(p.caller) << 32 | p.callee;
+  }
+
+  // Section 7.5.6 tolerates skew with one window the user must choose;
+  // here each edge B->C gets its own, from the trace. For every call B->C
+  // the sweep finds the call into B that misses enclosing it by the least
+  // (how much later it starts, how much earlier it ends; zero if it
+  // encloses it). Without skew every caused call is enclosed by its cause,
+  // so nothing misses; a clock offset of d makes the children whose true
+  // gap is below d miss by up to d, and ChooseSkewWindow reads d off those
+  // misses, for the start and the end separately (the two involve different
+  // pairs of clocks). Calls with no call into B within kAutoSkewCap (a
+  // client's requests) are not counted, nor are ends measured with an
+  // assumed return (ImputeLostReturns). Pathids are ignored, so
+  // evaluation's "cheating" run gets the same windows.
+  void EstimateSkew() {
+    struct Needs {
+      uint64_t children = 0, missed = 0;
+      std::vector<TimeNs> start, end;
+    };
+    std::unordered_map<uint64_t, Needs> needs;
+    SweepEnclosing(
+        kAutoSkewCap, [&](uint32_t child, const std::vector<uint32_t>& calls) {
+          const Pair& c = pairs_[child];
+          TimeNs best_start = 0, best_end = 0, best = -1;
+          for (uint32_t p : calls) {
+            const Pair& pp = pairs_[p];
+            const bool starts_before =
+                pp.call < c.call || (pp.call == c.call && p < child);
+            const TimeNs s =
+                starts_before ? 0 : std::max<TimeNs>(1, pp.call - c.call);
+            // An assumed return (the real one lost) says nothing of clocks.
+            const TimeNs e = pp.imputed || c.imputed
+                                 ? 0
+                                 : std::max<TimeNs>(0, c.ret - pp.ret);
+            if (s > kAutoSkewCap || e > kAutoSkewCap) continue;
+            const TimeNs m = std::max(s, e);
+            if (best < 0 || m < best ||
+                (m == best && s + e < best_start + best_end)) {
+              best = m;
+              best_start = s;
+              best_end = e;
+            }
+          }
+          if (best < 0) return;
+          Needs& n = needs[EdgeKey(c)];
+          ++n.children;
+          if (best == 0) return;
+          ++n.missed;
+          if (best_start > 0) n.start.push_back(best_start);
+          if (best_end > 0) n.end.push_back(best_end);
+        });
+    TimeNs widest = 0;
+    for (auto& [edge, n] : needs) {
+      const TimeNs ws = ChooseSkewWindow(n.start, n.children);
+      const TimeNs we = ChooseSkewWindow(n.end, n.children);
+      if (ws == 0 && we == 0) continue;
+      edge_windows_[edge] = {ws, we};
+      widest = std::max({widest, ws, we});
+      EdgeSkew e;
+      e.caller = names_[static_cast<NodeId>(edge >> 32)];
+      e.callee = names_[static_cast<NodeId>(edge & 0xFFFFFFFFu)];
+      e.start_window_s = trace::NsToSeconds(ws);
+      e.end_window_s = trace::NsToSeconds(we);
+      e.children = n.children;
+      e.missed = n.missed;
+      skew_.push_back(std::move(e));
+    }
+    std::sort(
+        skew_.begin(), skew_.end(), [](const EdgeSkew& a, const EdgeSkew& b) {
+          return std::tie(a.caller, a.callee) < std::tie(b.caller, b.callee);
+        });
+    params_.skew_window = widest;
+  }
+
+  // The (start, end) windows of a call's edge.
+  std::pair<TimeNs, TimeNs> WindowsOf(const Pair& c) const {
+    if (!params_.skew_auto) return {params_.skew_window, params_.skew_window};
+    auto it = edge_windows_.find(EdgeKey(c));
+    return it == edge_windows_.end() ? std::pair<TimeNs, TimeNs>{0, 0}
+                                     : it->second;
+  }
+
+  // Step 2 (5.1.1.1): the candidate parents of a call B->C are the calls
+  // into B that started before it and had not returned when it returned.
+  // With a skew window (7.5.6) a parent may start up to the window after
+  // its child and end up to the window before it.
+  void FindCandidates() {
+    uint64_t total_cands = 0, with_cands = 0;
+    SweepEnclosing(
+        params_.skew_window,
+        [&](uint32_t child, const std::vector<uint32_t>& calls) {
+          Pair& cm = pairs_[child];
+          const Pair& c = cm;
+          const auto [ws, we] = WindowsOf(c);
+          cm.cand_begin = static_cast<uint32_t>(cands_.size());
+          for (uint32_t p : calls) {
+            const Pair& pp = pairs_[p];
+            if (params_.use_pathids && pp.pathid != c.pathid) continue;
+            bool starts_before =
+                pp.call < c.call || (pp.call == c.call && p < child);
+            if (!starts_before && !(ws > 0 && pp.call <= c.call + ws)) continue;
+            // Without skew, an active parent has not returned yet by
+            // construction; with skew it may have returned up to we before.
+            if (pp.ret < c.ret - we) continue;
+            cands_.push_back(p);
+          }
+          // Keep candidates in call order so ties go to the earliest parent.
+          if (params_.skew_window > 0)
+            std::sort(cands_.begin() + cm.cand_begin, cands_.end());
+          cm.cand_end = static_cast<uint32_t>(cands_.size());
+          if (cm.cand_end > cm.cand_begin) {
+            ++with_cands;
+            total_cands += cm.cand_end - cm.cand_begin;
+          }
+        });
     stats_.mean_parallelism =
         with_cands ? static_cast<double>(total_cands) / with_cands : 0.0;
   }
@@ -571,6 +681,14 @@ class Engine {
   // time; `--refine-passes 0` is the paper's rule. Then come the timeline
   // passes (see "Timeline scoring" below; `--timeline-passes 0` is off).
   void FindNestedPairs() {
+    if (params_.assign == Assign::kFcfs) {
+      // Candidates are in call order: the first is the oldest still open.
+      for (uint32_t child = 0; child < pairs_.size(); ++child) {
+        const Pair& c = pairs_[child];
+        if (c.cand_end != c.cand_begin) Attach(child, cands_[c.cand_begin]);
+      }
+      return;
+    }
     for (uint32_t child = 0; child < pairs_.size(); ++child) {
       Pair& c = pairs_[child];
       if (c.cand_end == c.cand_begin) continue;
@@ -669,6 +787,10 @@ class Engine {
   static constexpr int kEdgeBits = 21;
   static constexpr uint32_t kArrival = (1u << kEdgeBits) - 1;  // anchor: P.call
   static constexpr uint32_t kReturn = (1u << kEdgeBits) - 2;   // the tail gap
+  // Anchor: P's return, for a child called after P returned (an
+  // asynchronous server; only a window admits such a parent, see
+  // EstimateSkew). Its gap is from P's return.
+  static constexpr uint32_t kAfterReturn = (1u << kEdgeBits) - 3;
   static uint64_t GapKey(uint32_t parent_edge, uint32_t from, uint32_t to) {
     return (uint64_t{parent_edge} << (2 * kEdgeBits)) |
            (uint64_t{from} << kEdgeBits) | to;
@@ -693,7 +815,7 @@ class Engine {
       auto [it, inserted] = ids.try_emplace(
           static_cast<uint64_t>(p.caller) << 32 | p.callee,
           static_cast<uint32_t>(ids.size()));
-      if (ids.size() >= kReturn) return false;
+      if (ids.size() >= kAfterReturn) return false;
       edge_of_[i] = it->second;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
     }
@@ -724,12 +846,27 @@ class Engine {
     const uint32_t pe = edge_of_[parent];
     auto& kids = tl_kids_;
     kids.clear();
+    auto& after = tl_after_;  // edges of the children called after P returned
+    after.clear();
+    auto add = [&](uint32_t s) {
+      const Pair& c = pairs_[s];
+      if (c.call > p.ret) {
+        after.push_back(edge_of_[s]);
+        gap(GapKey(pe, kAfterReturn, edge_of_[s]), c.call - p.ret);
+      } else {
+        kids.push_back({c.call, c.ret, edge_of_[s], -1});
+      }
+    };
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
-      if (s == exclude) continue;
-      kids.push_back({pairs_[s].call, pairs_[s].ret, edge_of_[s], -1});
+      if (s != exclude) add(s);
     }
-    if (extra != kNone) {
-      kids.push_back({pairs_[extra].call, pairs_[extra].ret, edge_of_[extra], -1});
+    if (extra != kNone) add(extra);
+    {
+      // The multiset of edges called after the return, like an anchor's.
+      std::sort(after.begin(), after.end());
+      uint64_t h = Mix(GapKey(pe, kAfterReturn, kReturn) ^ 0x5E75ULL);
+      for (uint32_t e : after) h = Mix(h ^ e);
+      set(GapKey(pe, kAfterReturn, kReturn), h);
     }
     std::sort(kids.begin(), kids.end(), [](const Kid& a, const Kid& b) {
       return a.ret != b.ret ? a.ret < b.ret : a.call < b.call;
@@ -1124,6 +1261,9 @@ class Engine {
   std::vector<uint32_t> ret_order_;
   std::vector<uint32_t> cands_;
   std::vector<uint32_t> root_pattern_;
+  // Automatic skew windows (EstimateSkew): (start, end) by child edge.
+  std::unordered_map<uint64_t, std::pair<TimeNs, TimeNs>> edge_windows_;
+  std::vector<EdgeSkew> skew_;
   std::unordered_map<uint64_t, size_t> board_index_;
   FlatIndex board_flat_;  // board_index_, for the lookups of BestParent
   std::vector<std::vector<double>> boards_;
@@ -1132,6 +1272,7 @@ class Engine {
   std::vector<double> log1p_;
   // Timeline scoring (see PrepareTimeline).
   std::vector<uint32_t> edge_of_;
+  std::vector<uint32_t> tl_after_;  // scratch of ForEachTerm
   std::vector<bool> makes_calls_;
   std::vector<float> prior_log_;
   FlatIndex gap_index_, set_index_, unseen_index_;

@@ -26,6 +26,14 @@
 
 namespace bbprof::nesting {
 
+// How step 4 chooses a parent among the candidates.
+enum class Assign {
+  kModel,  // the paper's scoreboards and penalties, refinement, timelines
+  // A baseline: the earliest-started candidate, i.e. each call goes to the
+  // oldest call into its node still open (first come, first served).
+  kFcfs,
+};
+
 struct Params {
   // Exponents of the overlapping-, same- and generic-child penalties
   // (5.1.1.3); x = 2, y = z = 0 is what the paper found best overall.
@@ -34,8 +42,13 @@ struct Params {
   double penalty_generic = 0.0;
   // A parent may start up to this much after its child and end up to this
   // much before it (section 7.5.6), to tolerate clock skew between capture
-  // points.
+  // points. Used as given when skew_auto is false.
   trace::TimeNs skew_window = 0;
+  // Work the windows out from the trace, per edge of the child call (the
+  // default; docs/nesting.md, "Clock skew"): a call B->C that no call into
+  // B encloses, but one would within a few milliseconds, is read as skew.
+  // A result's skew_window is then the largest window applied.
+  bool skew_auto = true;
   // Standard deviation, in bins, of the Gaussian the scoreboards are
   // smoothed with (0 = off). Smoothing helps under skew (7.5.6).
   double smooth_bins = 0.0;
@@ -60,6 +73,7 @@ struct Params {
   // its edge's 99th-percentile latency has passed (see FindCallPairs).
   // Without this, its children are pinned on a concurrent call instead.
   bool impute_lost_returns = true;
+  Assign assign = Assign::kModel;
   // Evaluation only ("cheating" as in section 7.5.1): candidate parents must
   // carry the child's ground-truth pathid, which yields the true paths.
   bool use_pathids = false;
@@ -104,9 +118,21 @@ struct InputStats {
   uint64_t scoreboards = 0;
 };
 
+// A skew window worked out for the calls of one edge (Params::skew_auto).
+struct EdgeSkew {
+  std::string caller, callee;
+  // How much later than the child a parent may start, and how much earlier
+  // it may end.
+  double start_window_s = 0;
+  double end_window_s = 0;
+  uint64_t children = 0;  // calls with some call into their caller nearby
+  uint64_t missed = 0;    // of those, calls that no call encloses
+};
+
 struct NestingResult {
   InputStats input;
   Params params;
+  std::vector<EdgeSkew> skew;     // edges given a nonzero window, by name
   std::vector<Pattern> patterns;  // by count, descending (see SortPatterns)
 };
 

@@ -109,11 +109,25 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["penalty_same"] = r.params.penalty_same;
   p["penalty_generic"] = r.params.penalty_generic;
   p["skew_window_s"] = trace::NsToSeconds(r.params.skew_window);
+  p["skew"] = r.params.skew_auto ? "auto" : "fixed";
+  if (r.params.skew_auto) {
+    auto& edges = p["skew_windows"];
+    edges = nlohmann::ordered_json::array();
+    for (const EdgeSkew& e : r.skew) {
+      edges.push_back({{"caller", e.caller},
+                       {"callee", e.callee},
+                       {"start_window_s", e.start_window_s},
+                       {"end_window_s", e.end_window_s},
+                       {"children", e.children},
+                       {"missed", e.missed}});
+    }
+  }
   p["smoothing"] = r.params.smooth_bins;
   p["bin_base"] = r.params.bin_base;
   p["score"] = r.params.raw_bin_scores ? "raw" : "density";
   p["refine_passes"] = r.params.refine_passes;
   p["timeline_passes"] = r.params.timeline_passes;
+  p["assign"] = r.params.assign == Assign::kFcfs ? "fcfs" : "model";
   j["patterns"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const auto& pat : r.patterns) {

@@ -94,10 +94,10 @@ TEST(ConfigTest, ErrorsNameTheLineAndWhatWasExpected) {
             "t.conf:3: tab in indentation (indent with spaces)");
   EXPECT_EQ(ErrorOf(head + "  a b\n"),
             "t.conf:3: expected 'CALLER -> CALLEE [delay=D±SD] [proc=D±SD] "
-            "[parallel] [weight=W]', not 'a b'");
+            "[parallel] [after-return] [weight=W]', not 'a b'");
   EXPECT_EQ(ErrorOf(head + "  a -> b fast\n"),
             "t.conf:3: unknown step setting 'fast' (expected delay=D±SD, "
-            "proc=D±SD, parallel, or weight=W)");
+            "proc=D±SD, parallel, after-return, or weight=W)");
   EXPECT_EQ(ErrorOf(head + "tracelet u\n  a -> b\n"),
             "t.conf:2: tracelet 't' has no steps (expected indented lines "
             "'CALLER -> CALLEE ...' under it)");

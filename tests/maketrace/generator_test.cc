@@ -406,6 +406,39 @@ TEST(GeneratorTest, MessageTraceletsForwardHopByHop) {
   ExpectGaussian(b1, 5e6, 1e6, "B1");
 }
 
+// An 'after-return' child is sent its delay after the call into its node
+// returned, and does not hold that return back (an asynchronous server).
+TEST(GeneratorTest, AfterReturnChildLeavesAfterItsCallerReturned) {
+  TempDir dir;
+  Config c = MustParse(
+      "messages 20000\n"
+      "tracelet t instances=4 think=10ms..20ms\n"
+      "  client -> S proc=1ms±0.2ms\n"
+      "    -> X after-return delay=2ms±0.4ms proc=3ms±0.5ms\n");
+  MustRun(c, dir.File("t.trace"));
+  Sample gap, latency;
+  for (auto& [pid, msgs] : ByPath(ReadAll(dir.File("t.trace")))) {
+    ASSERT_EQ(msgs.size(), 4u);
+    // In time order: the call into S, its return, then S's call to X and
+    // X's return.
+    EXPECT_EQ(msgs[0].receiver, "S");
+    EXPECT_EQ(msgs[1].kind, Kind::kReturn);
+    EXPECT_EQ(msgs[1].receiver, "client");
+    EXPECT_EQ(msgs[2].receiver, "X");
+    latency.Add(msgs[1].ts - msgs[0].ts);
+    gap.Add(msgs[2].ts - msgs[1].ts);
+  }
+  ExpectGaussian(latency, 1e6, 0.2e6, "S's latency, without X");
+  ExpectGaussian(gap, 2e6, 0.4e6, "S's return to its call to X");
+  Result<Config> bad = ParseConfig(
+      "messages 10\ntracelet m style=message\n  a -> b\n    -> c "
+      "after-return\n",
+      "m.conf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m.conf:4"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(GeneratorTest, RootAlternativesFollowTheirWeights) {
   TempDir dir;
   Config c = MustParse(

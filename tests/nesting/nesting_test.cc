@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
+#include "nesting/skew.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
 
@@ -123,6 +125,7 @@ TEST(NestingTest, SkewWindowAdmitsAParentStampedAfterItsChild) {
   ASSERT_TRUE(strict.ok());
   EXPECT_EQ(strict->patterns.size(), 2u);  // two separate roots
   Params p;
+  p.skew_auto = false;
   p.skew_window = 5'000'000;  // 5 ms
   auto loose = NestText(t, p);
   ASSERT_TRUE(loose.ok());
@@ -137,13 +140,16 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   const std::string t =
       "1.000 CALL A B p\n1.003 RET C B c\n1.009 CALL B C c\n"
       "1.020 RET B A p\n";
-  auto strict = NestText(t);
+  Params no_window;
+  no_window.skew_auto = false;
+  auto strict = NestText(t, no_window);
   ASSERT_TRUE(strict.ok());
   EXPECT_EQ(strict->input.unmatched_returns, 1u);
   EXPECT_EQ(strict->input.unmatched_calls, 1u);
   ASSERT_EQ(strict->patterns.size(), 1u);
   EXPECT_EQ(strict->patterns[0].signature, "A->B");
   Params p;
+  p.skew_auto = false;
   p.skew_window = 10'000'000;  // 10 ms
   auto loose = NestText(t, p);
   ASSERT_TRUE(loose.ok());
@@ -161,6 +167,92 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->input.unmatched_returns, 1u);
   EXPECT_EQ(late->input.unmatched_calls, 0u);
+}
+
+// The default works skew windows out from the trace. A's clock is 1 ms
+// fast, so each of 50 calls B->C seems to start 0.8 ms before the call A->B
+// that caused it: every child misses its parent at the start, by 0.8 ms,
+// and the edge B->C gets a start window just above that (no end window).
+TEST(NestingTest, AutomaticSkewWindowNestsChildrenStampedBeforeTheirParents) {
+  std::string t;
+  char line[128];
+  for (int i = 0; i < 50; ++i) {
+    const double t0 = 1.0 + 0.1 * i;
+    std::snprintf(line, sizeof line,
+                  "%.6f CALL B C c%d\n%.6f CALL A B p%d\n%.6f RET C B "
+                  "c%d\n%.6f RET B A p%d\n",
+                  t0 + 0.0002, i, t0 + 0.001, i, t0 + 0.0012, i, t0 + 0.002, i);
+    t += line;
+  }
+  Params fixed;
+  fixed.skew_auto = false;
+  auto strict = NestText(t, fixed);
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(strict->patterns.size(), 2u);  // A->B and B->C as separate roots
+  auto r = NestText(t);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].signature, "A->B(C)");
+  EXPECT_EQ(r->patterns[0].count, 50u);
+  ASSERT_EQ(r->skew.size(), 1u);
+  EXPECT_EQ(r->skew[0].caller, "B");
+  EXPECT_EQ(r->skew[0].callee, "C");
+  EXPECT_EQ(r->skew[0].missed, 50u);
+  EXPECT_NEAR(r->skew[0].start_window_s, 0.00088, 1e-6);
+  EXPECT_EQ(r->skew[0].end_window_s, 0.0);
+  EXPECT_NEAR(trace::NsToSeconds(r->params.skew_window), 0.00088, 1e-6);
+  // A clean trace gets no window: the automatic mode changes nothing there.
+  auto clean = NestText(
+      "0.000 CALL A B p1\n0.001 CALL B C c1\n0.002 RET C B c1\n0.003 RET B A "
+      "p1\n");
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->skew.empty());
+  EXPECT_EQ(clean->params.skew_window, 0);
+}
+
+TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
+  std::vector<trace::TimeNs> few = {1000, 2000, 3000, 4000};
+  EXPECT_EQ(ChooseSkewWindow(few, 10), 0);  // fewer than 5 misses: lost calls
+  std::vector<trace::TimeNs> rare(5, 1000);
+  EXPECT_EQ(ChooseSkewWindow(rare, 10000), 0);  // under 0.5% of the children
+  std::vector<trace::TimeNs> spread;
+  for (int i = 1; i <= 100; ++i) spread.push_back(i * 10'000);  // 10 us .. 1 ms
+  spread.push_back(9'000'000);  // one lost parent, far away
+  // The 99th percentile of 101 misses is the 100th value, 1 ms; plus 10%.
+  EXPECT_EQ(ChooseSkewWindow(spread, 1000), 1'100'000);
+  std::vector<trace::TimeNs> huge(10, 50'000'000);
+  EXPECT_EQ(ChooseSkewWindow(huge, 10), kAutoSkewCap);
+}
+
+// The first-come-first-served baseline: each call goes to the oldest call
+// into its node that is still open, whatever the scoreboards say.
+TEST(NestingTest, FcfsGivesEachCallTheOldestOpenCallIntoItsNode) {
+  const std::string t =
+      "0.000 CALL A B p1\n0.001 CALL A B p2\n0.002 CALL B C c1\n0.003 CALL B C "
+      "c2\n"
+      "0.004 RET C B c1\n0.005 RET C B c2\n0.010 RET B A p1\n0.012 CALL B C "
+      "c3\n"
+      "0.013 RET C B c3\n0.020 RET B A p2\n";
+  static TempDir dir;
+  const std::string path = dir.Write("fcfs.trace", t);
+  Params p;
+  p.assign = Assign::kFcfs;
+  auto reader = trace::OpenTraceReader(path);
+  ASSERT_TRUE(reader.ok());
+  auto d = RunNestingDetailed(**reader, p);
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->calls.size(), 5u);  // p1, p2, c1, c2, c3 in call order
+  EXPECT_EQ(d->calls[0].parent, kNoParent);
+  EXPECT_EQ(d->calls[1].parent, kNoParent);
+  EXPECT_EQ(d->calls[2].parent, 0u);  // c1: p1 is the oldest open
+  EXPECT_EQ(d->calls[3].parent, 0u);  // c2: p1 still
+  EXPECT_EQ(d->calls[4].parent, 1u);  // c3: p1 has returned, p2 is open
+  // The model spreads c1 and c2 over p1 and p2 (the overlap penalty).
+  auto reader2 = trace::OpenTraceReader(path);
+  ASSERT_TRUE(reader2.ok());
+  auto m = RunNestingDetailed(**reader2, Params{});
+  ASSERT_TRUE(m.ok());
+  EXPECT_NE(m->calls[2].parent, m->calls[3].parent);
 }
 
 // A call whose return was lost keeps its children: it stays a candidate
