@@ -52,6 +52,8 @@ import tempfile
 import threading
 import time
 
+from e2e_util import NGINX_PREAMBLE, fail, find, skip, stop, wait_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _rng = random.SystemRandom()
 NET = "127.%d.%d" % (_rng.randint(20, 250), _rng.randint(0, 255))
@@ -75,64 +77,7 @@ MIXES = {
 # Raise them when nest improves; the issue's targets are 97% (synchronous)
 # and 90% (asynchronous).
 CI_FLOOR = {"plain": 0.90, "skewed": 0.45}
-SKIP = 77
-
-
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
-
-
-def fail(why):
-    print("FAIL: " + why)
-    sys.exit(1)
-
-
-def find(binary):
-    for d in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/sbin", "/sbin"]:
-        p = os.path.join(d, binary)
-        if os.access(p, os.X_OK):
-            return p
-    return None
-
-
-def wait_port(ip, port, proc, what, timeout=15.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            fail("%s exited at start (status %s)" % (what, proc.returncode))
-        try:
-            socket.create_connection((ip, port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    fail("%s did not listen on %s:%d within %.0f s" % (what, ip, port, timeout))
-
-
-def stop(proc, sig=signal.SIGTERM):
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-NGINX_CONF = """
-worker_processes 1;
-pid {work}/nginx.pid;
-error_log {work}/nginx-error.log warn;
-daemon off;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {work}/nginx-body;
-  proxy_temp_path {work}/nginx-proxy;
-  fastcgi_temp_path {work}/nginx-fastcgi;
-  uwsgi_temp_path {work}/nginx-uwsgi;
-  scgi_temp_path {work}/nginx-scgi;
+NGINX_CONF = NGINX_PREAMBLE + """
   keepalive_requests 100000;
   upstream pyapps {{
     server {py1}:{py_port};

@@ -19,12 +19,13 @@ apart, and are pooled: reused across requests.
 """
 import concurrent.futures
 import http.client
-import http.server
 import queue
 import socket
 import sys
 import threading
 import time
+
+from e2e_util import Server, TextHandler
 
 listen_ip, port, redis_ip, redis_port, node_ip, node_port = (
     sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5],
@@ -86,10 +87,7 @@ def node_call(method, path, rid):
         return body
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    wbufsize = 1 << 16  # one write per response (see app_server.py)
-
+class Handler(TextHandler):
     def do_GET(self):
         rid = self.headers.get("X-Request-Id", "-")
         parts = self.path.split("/")
@@ -111,19 +109,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self.send_error(404)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-class Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256
+        self.reply(body)
 
 
 Server((listen_ip, port), Handler).serve_forever()
