@@ -67,6 +67,7 @@ SKEW = {"nginx": (0.00005, 0), "py1": (-0.0007, 15), "py2": (0.0012, -20),
         "node": (-0.002, 30), "redis": (0.0004, 0), "memcached": (-0.0015, -10)}
 MIXES = {
     "sync": [("item", 0.45), ("slow", 0.2), ("fanout", 0.35)],
+    "async": [("compose", 1.0)],
     "all": [("item", 0.3), ("slow", 0.15), ("fanout", 0.25), ("compose", 0.3)],
 }
 # The CI floors, from today's default nest on the CI level (docs/e2e.md):
@@ -335,7 +336,7 @@ def ci(bbprof, work):
 def bench(bbprof, work):
     configs = baselines(bbprof)
     levels = []
-    for mix in ("sync", "all"):
+    for mix in ("sync", "async", "all"):
         _, errors, sat = run_load("sat-" + mix, 0, 4.0, mix, 16)
         if errors:
             fail("saturation run errors: %s" % errors[:5])
