@@ -53,6 +53,14 @@ std::string CaptureHeaderMeta(const PacketSource& source, size_t files,
   header += " snaplen=" + std::to_string(source.snaplen()) + " granularity=" +
             (options.granularity == Granularity::kService ? "service" : "host") +
             " mode=" + (options.messages ? "messages" : "calls");
+  if (!options.truth_headers.empty()) {
+    // Which headers the pathids came from (names are tokens: no blanks).
+    std::string names;
+    for (const std::string& n : options.truth_headers.names()) {
+      names += (names.empty() ? "" : ",") + n;
+    }
+    header += " truth_headers=" + names;
+  }
   if (!filter.empty() && filter.find('\n') == std::string::npos) {
     header += " filter=\"" + filter + "\"";
   }

@@ -26,6 +26,8 @@
 
 namespace bbprof::capture {
 
+class TruthHeaders;
+
 // Which way bytes travel within a flow. The core decides which endpoint is
 // the client (the TCP connection's initiator; for UDP the sender of the first
 // datagram unless only the other side uses a decoder's well-known port).
@@ -47,6 +49,9 @@ struct AppEvent {
   // capture/decoders/op_names.h; empty when the decoder cannot tell. Valid
   // during Emit only. A kReturn needs none: the core gives it its call's.
   std::string_view op = {};
+  // The request id a truth header carried (capture/decoders/truth_header.h),
+  // for the call and for its return; empty if none. Valid during Emit only.
+  std::string_view pathid = {};
 };
 
 // Where decoders report. Implemented by the core (and by test fakes).
@@ -58,6 +63,10 @@ class EventSink {
   // name prefixed by the decoder ("http_bad_chunk_size", "rpc_bad_record_mark").
   // Never fatal.
   virtual void Count(std::string_view reason, uint64_t n = 1) = 0;
+  // The headers whose request id becomes the pathid (--truth-header); null
+  // or empty when none were asked for, and then decoders read no header
+  // they do not need for framing.
+  virtual const TruthHeaders* truth_headers() const { return nullptr; }
 };
 
 // One TCP connection's decoder. The core delivers each direction's bytes in

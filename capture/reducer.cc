@@ -69,6 +69,7 @@ struct FlowSink final : EventSink {
   void Count(std::string_view reason, uint64_t n) override {
     reducer->Count(reason, n);
   }
+  const TruthHeaders* truth_headers() const override;
 };
 
 namespace {
@@ -149,6 +150,9 @@ struct Reducer::Flow {
 };
 
 void FlowSink::Emit(const AppEvent& event) { reducer->EmitEvent(*flow, event); }
+const TruthHeaders* FlowSink::truth_headers() const {
+  return &reducer->options_.truth_headers;
+}
 
 namespace {
 
@@ -380,7 +384,8 @@ void Reducer::EmitEvent(Flow& flow, const AppEvent& event) {
     case trace::Kind::kReturn: ++returns_; break;
     case trace::Kind::kMessage: ++messages_; break;
   }
-  reorder_.Push(r);
+  if (!event.pathid.empty()) ++truth_records_;
+  reorder_.Push(r, event.pathid);
 }
 
 uint32_t Reducer::CallOp(Flow& flow, const AppEvent& event) {
@@ -667,6 +672,9 @@ std::map<std::string, uint64_t, std::less<>> Reducer::counters() const {
   all["records_call"] = calls_;
   all["records_ret"] = returns_;
   all["records_msg"] = messages_;
+  if (!options_.truth_headers.empty()) {
+    all["records_with_pathid"] = truth_records_;
+  }
   uint64_t retrans = retransmitted_bytes_, gaps = gap_bytes_;
   for (const Flow* flow = tcp_activity_.oldest; flow != nullptr;
        flow = flow->newer) {

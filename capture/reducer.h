@@ -27,6 +27,7 @@
 
 #include "base/status.h"
 #include "capture/decoder.h"
+#include "capture/decoders/truth_header.h"
 #include "capture/ip_fragments.h"
 #include "capture/naming.h"
 #include "capture/op_table.h"
@@ -64,6 +65,8 @@ struct ReducerOptions {
   // Distinct operation names per (server node, protocol) before new ones
   // are recorded as `{other}` (capture/op_table.h).
   size_t max_ops_per_server = OpTable::kDefaultMaxPerServer;
+  // --truth-header: request ids in these HTTP headers become pathids.
+  TruthHeaders truth_headers;
 };
 
 class Reducer {
@@ -192,6 +195,7 @@ class Reducer {
   // Hot counters live in fields, not in the map.
   uint64_t packets_ = 0, bytes_ = 0;
   uint64_t calls_ = 0, returns_ = 0, messages_ = 0;
+  uint64_t truth_records_ = 0;  // records given a pathid by a truth header
   uint64_t retransmitted_bytes_ = 0, gap_bytes_ = 0;  // of ended flows
   uint64_t tcp_flows_ = 0, udp_flows_ = 0, tcp_midstream_ = 0, idle_ended_ = 0;
   trace::TimeNs now_ = 0;

@@ -17,8 +17,10 @@ void ReorderBuffer::Ring::push_back(const Entry& e) {
   ++size_;
 }
 
-void ReorderBuffer::Push(const CapturedRecord& rec) {
+void ReorderBuffer::Push(const CapturedRecord& rec, std::string_view pathid) {
   Entry e{rec, seq_++};
+  e.rec.has_pathid = !pathid.empty();
+  if (e.rec.has_pathid) pathids_.emplace(e.seq, pathid);
   if (released_any_ && e.rec.ts < last_released_) {
     // Too late for its place: keep it, at the earliest time still writable.
     e.rec.ts = last_released_;
@@ -42,7 +44,14 @@ const ReorderBuffer::Entry& ReorderBuffer::Next() const {
 
 Status ReorderBuffer::WriteNext() {
   const bool from_heap = NextIsInHeap();
-  const CapturedRecord c = (from_heap ? heap_.top() : in_order_.front()).rec;
+  const Entry& next = from_heap ? heap_.top() : in_order_.front();
+  const CapturedRecord c = next.rec;
+  std::string pathid;
+  if (c.has_pathid) {
+    auto it = pathids_.find(next.seq);
+    pathid = std::move(it->second);
+    pathids_.erase(it);
+  }
   trace::Record r;
   r.ts_ns = c.ts;
   r.sender = c.sender;
@@ -52,6 +61,7 @@ Status ReorderBuffer::WriteNext() {
   r.callid_is_number = c.has_callid;
   r.callid_number = c.callid;
   if (ops_ != nullptr) r.op = ops_->Name(c.op);
+  r.pathid = pathid;
   last_released_ = c.ts;
   released_any_ = true;
   if (from_heap) {

@@ -12,6 +12,9 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -29,6 +32,8 @@ struct CapturedRecord {
   bool has_callid = false;
   uint32_t op = 0;  // an OpTable index (0: none)
   uint64_t callid = 0;
+  // Set by Push when the record has a pathid (kept aside, by arrival).
+  bool has_pathid = false;
 };
 
 class ReorderBuffer {
@@ -38,7 +43,8 @@ class ReorderBuffer {
   ReorderBuffer(trace::TimeNs window, Output out, const OpTable* ops = nullptr)
       : window_(window), out_(std::move(out)), ops_(ops) {}
 
-  void Push(const CapturedRecord& rec);
+  // `pathid`: the record's ground-truth request id (--truth-header), if any.
+  void Push(const CapturedRecord& rec, std::string_view pathid = {});
   // Writes every record older than `now - window`.
   Status Release(trace::TimeNs now);
   // Writes everything (end of capture, or a file rotation).
@@ -89,6 +95,9 @@ class ReorderBuffer {
   Ring in_order_;
   std::priority_queue<Entry, std::vector<Entry>, Later> heap_;
   uint64_t seq_ = 0;
+  // Pathids of waiting records by arrival number: few records have one, so
+  // the common record stays a small copyable struct.
+  std::unordered_map<uint64_t, std::string> pathids_;
   bool released_any_ = false;
   trace::TimeNs last_released_ = 0;
   uint64_t late_ = 0;

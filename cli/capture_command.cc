@@ -144,6 +144,11 @@ int Run(std::span<const std::string> args) {
       "force a decoder on a server port: tcp/8080=http, udp/5353=dns "
       "(repeatable; see --list-decoders)")(
       "list-decoders", "list the decoders and their well-known ports")(
+      "truth-header", po::value<std::vector<std::string>>(),
+      "record the request id that HTTP/1.x and HTTP/2 calls carry in header "
+      "NAME as the pathid of the call and its return (ground truth for "
+      "bbprof eval; repeatable, the first given wins; traceparent, "
+      "uber-trace-id and b3 give their trace id)")(
       "messages",
       "emit every UDP datagram and TCP message as a MSG record "
       "(for bbprof convolve)")(
@@ -221,6 +226,16 @@ int Run(std::span<const std::string> args) {
       }
       ro.forced.push_back(f);
     }
+  }
+  if (cl.Has("truth-header")) {
+    const auto names = cl.Get<std::vector<std::string>>("truth-header");
+    for (const std::string& n : names) {
+      if (std::string why = capture::TruthHeaders::ValidateName(n);
+          !why.empty()) {
+        return cl.UsageError("--truth-header: " + why);
+      }
+    }
+    ro.truth_headers = capture::TruthHeaders(names);
   }
   ro.messages = cl.Has("messages");
   {

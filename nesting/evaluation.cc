@@ -88,6 +88,38 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
       e.messages_correct += isize[i];
     }
   }
+  // Requests, by the pathids of the calls that carry one.
+  std::unordered_map<uint64_t, bool> request_right;
+  for (uint32_t i = 0; i < tc.size(); ++i) {
+    if (tc[i].matched && tc[i].parent == kNoParent && tc[i].pathid != 0) {
+      request_right.emplace(tc[i].pathid, true);
+    }
+  }
+  auto mark_wrong = [&](uint64_t pathid) {
+    auto it = request_right.find(pathid);
+    if (it != request_right.end()) it->second = false;
+  };
+  for (uint32_t i = 0; i < tc.size(); ++i) {
+    if (!tc[i].matched || tc[i].pathid == 0 || ic[i].parent == tc[i].parent) {
+      continue;
+    }
+    // Under a parent of its own request, a call is right even if the
+    // cheating run chose another: when several calls of one request are
+    // open at the caller (the fan-in of an aggregating service), request ids
+    // cannot tell which of them caused it.
+    if (ic[i].parent != kNoParent && tc[i].parent != kNoParent &&
+        tc[ic[i].parent].pathid == tc[i].pathid) {
+      continue;
+    }
+    mark_wrong(tc[i].pathid);
+    // The request it was wrongly put under is wrong too.
+    if (ic[i].parent != kNoParent) mark_wrong(tc[ic[i].parent].pathid);
+  }
+  e.requests = request_right.size();
+  for (const auto& [pathid, right] : request_right) e.requests_correct += right;
+  e.request_accuracy = e.requests ? static_cast<double>(e.requests_correct) /
+                                        static_cast<double>(e.requests)
+                                  : 0.0;
   e.instance_fn_rate = e.true_instances
                            ? 1.0 - static_cast<double>(e.correct_instances) /
                                        static_cast<double>(e.true_instances)
@@ -168,6 +200,8 @@ nlohmann::ordered_json EvaluationToJson(const Evaluation& e) {
   j["messages"] = {{"total", e.messages},
                    {"correct", e.messages_correct},
                    {"error_rate", e.message_error_rate}};
+  j["requests"] = {{"total", e.requests}, {"correct", e.requests_correct}};
+  j["request_accuracy"] = e.request_accuracy;
   nlohmann::ordered_json curve = nlohmann::ordered_json::array();
   for (const auto& p : e.top_n) {
     curve.push_back({{"n", p.n},
@@ -201,6 +235,12 @@ std::string EvaluationToText(const Evaluation& e) {
                 static_cast<unsigned long long>(e.inferred_patterns),
                 static_cast<unsigned long long>(e.pattern_false_negatives),
                 static_cast<unsigned long long>(e.pattern_false_positives));
+  out << buf;
+  std::snprintf(buf, sizeof buf,
+                "requests:       %llu, %llu right: request accuracy %.2f%%\n",
+                static_cast<unsigned long long>(e.requests),
+                static_cast<unsigned long long>(e.requests_correct),
+                100 * e.request_accuracy);
   out << buf;
   std::snprintf(buf, sizeof buf, "messages:       %.2f%% not ascribed to a correct path\n",
                 100 * e.message_error_rate);

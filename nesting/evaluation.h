@@ -32,6 +32,14 @@ struct Evaluation {
   // Messages (two per call pair), ascribed to a correctly inferred instance.
   uint64_t messages = 0, messages_correct = 0;
   double message_error_rate = 0;
+  // Requests (the metric recent work reports): the distinct pathids of the
+  // true path instances' roots. One is right when every call carrying its
+  // pathid has its true parent (a parent of the same request, when several
+  // are open at once: pathids cannot tell those apart) and no call of
+  // another request was put in its tree. Calls without a pathid (protocols
+  // that carry no request id) are not scored.
+  uint64_t requests = 0, requests_correct = 0;
+  double request_accuracy = 0;
   // Figure 17.
   double tolerance = 0.02;
   std::vector<TopNPoint> top_n;

@@ -238,6 +238,12 @@ class Engine {
 
   Result<NestingResult> Run() {
     BBPROF_RETURN_IF_ERROR(FindCallPairs());
+    if (params_.use_pathids && !any_pathid_) {
+      return Status::Error(reader_.path() +
+                           ": no CALL has a pathid; evaluation needs a trace "
+                           "with ground truth (from maketrace, or capture "
+                           "--truth-header)");
+    }
     if (params_.impute_lost_returns) ImputeLostReturns();
     // Early returns (skew window) and assumed ones joined ret_order_ out of
     // return-time order: restore the order the candidate sweep relies on.
@@ -266,6 +272,7 @@ class Engine {
       d->calls[i].imputed = pairs_[i].imputed;
       d->calls[i].parent = pairs_[i].parent;
       d->calls[i].root_pattern = root_pattern_[i];
+      d->calls[i].pathid = pairs_[i].pathid;
     }
     for (const auto& p : d->result.patterns) d->pattern_signatures.push_back(p.signature);
   }
@@ -338,16 +345,15 @@ class Engine {
         p.call = rec.ts_ns;
         p.caller = rec.sender;
         p.callee = rec.receiver;
-        if (params_.use_pathids) {
-          if (rec.pathid.empty() && !rec.pathid_is_number) {
-            return Status::Error(reader_.path() +
-                                 ": a CALL without a pathid; evaluation needs "
-                                 "a trace with ground truth (from maketrace)");
-          }
+        // A call without a pathid (in a real capture: one whose protocol
+        // carries no request id, as Redis) keeps pathid 0: no ground truth.
+        if (params_.use_pathids &&
+            (!rec.pathid.empty() || rec.pathid_is_number)) {
           p.pathid = (rec.pathid_is_number
                           ? rec.pathid_number * 0x9E3779B97F4A7C15ULL
                           : std::hash<std::string_view>()(rec.pathid)) |
                      1;
+          any_pathid_ = true;
         }
         if (w > 0 && !early.empty()) {
           expire_early(rec.ts_ns);
@@ -583,7 +589,11 @@ class Engine {
           cm.cand_begin = static_cast<uint32_t>(cands_.size());
           for (uint32_t p : calls) {
             const Pair& pp = pairs_[p];
-            if (params_.use_pathids && pp.pathid != c.pathid) continue;
+            // The cheating run: a parent must share the child's path
+            // instance (a child without ground truth may take any).
+            if (params_.use_pathids && c.pathid != 0 && pp.pathid != c.pathid) {
+              continue;
+            }
             bool starts_before =
                 pp.call < c.call || (pp.call == c.call && p < child);
             if (!starts_before && !(ws > 0 && pp.call <= c.call + ws)) continue;
@@ -1269,6 +1279,7 @@ class Engine {
   std::vector<std::vector<double>> boards_;
   std::vector<double> inv_width_;
   bool any_penalty_ = false;
+  bool any_pathid_ = false;  // with use_pathids: some call carries one
   std::vector<double> log1p_;
   // Timeline scoring (see PrepareTimeline).
   std::vector<uint32_t> edge_of_;

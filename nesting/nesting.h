@@ -155,6 +155,8 @@ struct CallInfo {
   bool imputed = false;  // matched to an assumed return (its own was lost)
   uint32_t parent = kNoParent;
   uint32_t root_pattern = kNoParent;  // index into patterns before sorting
+  // With Params::use_pathids: a hash of the call's pathid, 0 if it has none.
+  uint64_t pathid = 0;
 };
 struct DetailedResult {
   NestingResult result;

@@ -12,7 +12,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
   # real servers for the end-to-end capture tests (loopback only)
-  nginx-light redis-server dnsmasq-base
+  nginx-light redis-server dnsmasq-base memcached nodejs
 )
 
 missing=()

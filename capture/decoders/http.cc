@@ -16,6 +16,7 @@
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
+#include "capture/decoders/truth_header.h"
 
 namespace bbprof::capture {
 namespace {
@@ -180,7 +181,9 @@ class HttpDecoder final : public StreamDecoder {
   void OnEnd(trace::TimeNs ts) override {
     if (h2_) {
       h2_->OnEnd(ts);
+      return;
     }
+    EmitDeferredCall(client_);
   }
 
  private:
@@ -198,6 +201,7 @@ class HttpDecoder final : public StreamDecoder {
     bool head = false;
     bool connect = false;
     bool h2c = false;
+    std::string pathid;  // from a truth header, for the call and its return
   };
   struct Side {
     StreamBuffer buf;
@@ -214,12 +218,20 @@ class HttpDecoder final : public StreamDecoder {
     int status = 0;
     Request req;  // server side: the request this response answers
     bool matched = false;
+    // Client side, with --truth-header: the call waits for the end of its
+    // header section, which may carry the request id (stamped still at its
+    // first byte; the core's reorder buffer puts it in time order).
+    bool call_deferred = false;
+    trace::TimeNs call_ts = 0;
+    std::string call_op;
+    TruthHeaderScan truth;
   };
   Side& side(Direction d) {
     return d == Direction::kToServer ? client_ : server_;
   }
 
   void StartResync(Direction dir, Side& s) {
+    EmitDeferredCall(s);  // a header section cut short: no request id
     if (!s.resync) {
       sink_.Count("http_resync");
     }
@@ -376,8 +388,16 @@ class HttpDecoder final : public StreamDecoder {
     r.head = method == "HEAD";
     r.connect = method == "CONNECT";
     s.req = r;
-    sink_.Emit({trace::Kind::kCall, Direction::kToServer, s.buf.TsAt(0),
-                r.token, true, HttpOp(method, target)});
+    const TruthHeaders* truth = sink_.truth_headers();
+    if (truth != nullptr && !truth->empty()) {
+      s.call_deferred = true;
+      s.call_ts = s.buf.TsAt(0);
+      s.call_op = HttpOp(method, target);
+      s.truth.Reset(truth);
+    } else {
+      sink_.Emit({trace::Kind::kCall, Direction::kToServer, s.buf.TsAt(0),
+                  r.token, true, HttpOp(method, target)});
+    }
     s.buf.Consume(n);
   }
 
@@ -442,8 +462,8 @@ class HttpDecoder final : public StreamDecoder {
     s.req = pending_.front();
     s.matched = true;
     pending_.pop_front();
-    sink_.Emit(
-        {trace::Kind::kReturn, Direction::kToClient, ts, s.req.token, true});
+    sink_.Emit({trace::Kind::kReturn, Direction::kToClient, ts, s.req.token,
+                true, {}, s.req.pathid});
   }
 
   void Header(Side& s, std::string_view line) {
@@ -454,6 +474,9 @@ class HttpDecoder final : public StreamDecoder {
     }
     std::string_view name = line.substr(0, colon);
     std::string_view value = Trim(line.substr(colon + 1));
+    if (s.call_deferred) {
+      s.truth.Header(name, value);
+    }
     if (IEquals(name, "content-length")) {
       uint64_t v = 0;
       auto [p, ec] =
@@ -481,6 +504,10 @@ class HttpDecoder final : public StreamDecoder {
   void EndHeaders(Direction dir, Side& s) {
     if (dir == Direction::kToServer) {
       s.req.h2c = s.upgrade_h2c;
+      if (s.call_deferred) {
+        s.req.pathid = s.truth.pathid();
+        EmitDeferredCall(s);
+      }
       if (pending_.size() >= kMaxPending) {
         sink_.Count("http_too_many_pending");
         pending_.pop_front();
@@ -533,7 +560,17 @@ class HttpDecoder final : public StreamDecoder {
     }
   }
 
+  void EmitDeferredCall(Side& s) {
+    if (!s.call_deferred) {
+      return;
+    }
+    s.call_deferred = false;
+    sink_.Emit({trace::Kind::kCall, Direction::kToServer, s.call_ts,
+                s.req.token, true, s.call_op, s.req.pathid});
+  }
+
   void EnterTunnel() {
+    EmitDeferredCall(client_);
     for (Side* s : {&client_, &server_}) {
       s->state = State::kTunnel;
       s->buf.Clear();
@@ -541,6 +578,7 @@ class HttpDecoder final : public StreamDecoder {
   }
 
   void SwitchToHttp2(int64_t upgraded_token) {
+    EmitDeferredCall(client_);
     h2_ = MakeHttp2Decoder(sink_, upgraded_token);
     // Hand over what is buffered beyond the HTTP/1.x part, client first.
     for (Direction d : {Direction::kToServer, Direction::kToClient}) {

@@ -21,6 +21,7 @@
 #include "capture/decoders/hpack.h"
 #include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"
+#include "capture/decoders/truth_header.h"
 
 namespace bbprof::capture {
 namespace {
@@ -134,6 +135,7 @@ class Http2Decoder final : public StreamDecoder {
   struct Stream {
     bool called = false;
     bool returned = false;
+    std::string pathid = {};  // from --truth-header, for call and return
   };
   Side& side(Direction d) {
     return d == Direction::kToServer ? client_ : server_;
@@ -246,16 +248,20 @@ class Http2Decoder final : public StreamDecoder {
     block_.insert(block_.end(), fragment.begin(), fragment.end());
   }
 
+  // Also collects the block's request id (--truth-header) in scan_.
   std::string DecodeBlockOp() {
     std::string method, path, content_type;
+    scan_.Reset(sink_.truth_headers());
     bool ok = hpack_.Decode(block_,
                             [&](std::string_view name, std::string_view value) {
                               if (name == ":method") method = value;
                               if (name == ":path") path = value;
                               if (name == "content-type") content_type = value;
+                              scan_.Header(name, value);
                             });
     block_.clear();
     if (!ok) {
+      scan_.Reset(nullptr);
       sink_.Count("http2_hpack_lost");
       return {};
     }
@@ -277,11 +283,14 @@ class Http2Decoder final : public StreamDecoder {
   // Ends a header block the client began on `stream_`: emits the pending
   // call (if the block opened a stream) with the op the block names.
   void EndClientBlock() {
+    scan_.Reset(nullptr);
     std::string op = hpack_.broken() ? std::string() : DecodeBlockOp();
     block_.clear();
     if (block_call_) {
+      auto it = streams_.find(block_stream_);
+      if (it != streams_.end()) it->second.pathid = scan_.pathid();
       sink_.Emit({trace::Kind::kCall, Direction::kToServer, block_ts_,
-                  Token(block_stream_), true, op});
+                  Token(block_stream_), true, op, scan_.pathid()});
     }
     in_block_ = false;
     block_call_ = false;
@@ -344,7 +353,8 @@ class Http2Decoder final : public StreamDecoder {
                         : end;
         if (emit && !it->second.returned) {
           it->second.returned = true;
-          sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true});
+          sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true,
+                      {}, it->second.pathid});
         }
         if (end) {
           streams_.erase(it);
@@ -360,7 +370,8 @@ class Http2Decoder final : public StreamDecoder {
         // A server refusing or failing a stream has answered the call (with
         // an error); a client cancelling it leaves the call unanswered.
         if (dir == Direction::kToClient && !it->second.returned) {
-          sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true});
+          sink_.Emit({trace::Kind::kReturn, dir, ts, Token(h.stream), true,
+                      {}, it->second.pathid});
         }
         streams_.erase(it);
         return;
@@ -398,6 +409,7 @@ class Http2Decoder final : public StreamDecoder {
   HpackDecoder hpack_;
   std::vector<std::byte> block_;
   bool in_block_ = false;
+  TruthHeaderScan scan_;  // the request id of the block being decoded
   bool block_call_ = false;  // the block opens a stream: a call to emit
   uint32_t block_stream_ = 0;
   trace::TimeNs block_ts_ = 0;

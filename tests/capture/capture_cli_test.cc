@@ -416,3 +416,89 @@ TEST(CaptureCliTest, MergeTakesCaptureFiles) {
 
 }  // namespace
 }  // namespace bbprof::capture
+
+namespace bbprof::capture {
+namespace {
+
+// --truth-header: the request id an HTTP request carries becomes the pathid
+// of its call and its return; requests without it get none; `eval` can then
+// score a nest result against the capture.
+TEST(CaptureCliTest, TruthHeaderGivesCallsAndReturnsTheirRequestIds) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("t.pcap"));
+    ASSERT_TRUE(w.ok());
+    Addr c{"192.168.1.10", 41000}, s{"192.168.1.20", 80};
+    uint32_t cs = 1, ss = 1;
+    const std::string reqs[] = {
+        "GET /a HTTP/1.1\r\nHost: h\r\nX-Request-ID: req 1\r\n\r\n",
+        "GET /b HTTP/1.1\r\ntraceparent: 00-4bf92f35-00f067aa-01\r\n\r\n",
+        "GET /c HTTP/1.1\r\nHost: h\r\n\r\n"};
+    for (int i = 0; i < 3; ++i) {
+      const std::string a = Resp();
+      w.Add(kT0 + i * 10 * kMs,
+            PacketBuilder::Ethernet(
+                PacketBuilder::Tcp(c, s, cs, kTcpAck, reqs[i]), false));
+      w.Add(kT0 + i * 10 * kMs + 2 * kMs,
+            PacketBuilder::Ethernet(PacketBuilder::Tcp(s, c, ss, kTcpAck, a),
+                                    false));
+      cs += static_cast<uint32_t>(reqs[i].size());
+      ss += static_cast<uint32_t>(a.size());
+    }
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -r " + dir.File("t.pcap") +
+                       " --truth-header x-request-id " +
+                       "--truth-header traceparent -o " + dir.File("t.trace"),
+                   &out),
+            0)
+      << out;
+  std::string t = ReadFile(dir.File("t.trace"));
+  EXPECT_NE(t.find("truth_headers=x-request-id,traceparent"), std::string::npos)
+      << t;
+  EXPECT_NE(
+      t.find(
+          "1700000000.123456789\tCALL\t192.168.1.10\t192.168.1.20\t4294967296\t"
+          "req%201\n"),
+      std::string::npos)
+      << t;
+  EXPECT_NE(t.find("\tRET\t192.168.1.20\t192.168.1.10\t4294967296\treq%201\n"),
+            std::string::npos)
+      << t;
+  EXPECT_EQ(CountLines(t, "\t4bf92f35\n"), 2u) << t;
+  EXPECT_NE(t.find("\tCALL\t192.168.1.10\t192.168.1.20\t4294967298\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find(" records_with_pathid=4"), std::string::npos) << t;
+  // Without the flag, nothing changes: no pathids.
+  ASSERT_EQ(
+      RunCli("capture -r " + dir.File("t.pcap") + " -o " + dir.File("u.trace"),
+             &out),
+      0);
+  EXPECT_EQ(ReadFile(dir.File("u.trace")).find("req%201"), std::string::npos);
+  // eval scores against the captured ids.
+  ASSERT_EQ(
+      RunCli("nest " + dir.File("t.trace") + " --json " + dir.File("r.json"),
+             &out),
+      0)
+      << out;
+  ASSERT_EQ(
+      RunCli("eval " + dir.File("r.json") + " --truth " + dir.File("t.trace"),
+             &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("requests:       2, 2 right: request accuracy 100.00%"),
+            std::string::npos)
+      << out;
+  // A header name that is not a token is a usage error.
+  EXPECT_EQ(
+      RunCli("capture -r " + dir.File("t.pcap") + " --truth-header 'X Id'",
+             &out),
+      2);
+  EXPECT_NE(out.find("--truth-header: 'X Id' is not a header name"),
+            std::string::npos)
+      << out;
+}
+
+}  // namespace
+}  // namespace bbprof::capture

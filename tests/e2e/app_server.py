@@ -8,11 +8,12 @@ answers. GET /health answers at once without calling anything.
 
     app_server.py LISTEN_IP PORT REDIS_IP REDIS_PORT DELAY_SECONDS
 """
-import http.server
 import socket
 import sys
 import threading
 import time
+
+from e2e_util import Server, TextHandler
 
 listen_ip, port, redis_ip, redis_port, delay = (
     sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5]))
@@ -41,14 +42,7 @@ def redis_get(key):
     return rest[:max(n, 0)]
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # One write per response: unbuffered, the status line, the headers and
-    # the body go out as separate segments and Nagle's algorithm holds the
-    # last one for the peer's delayed ACK, adding tens of milliseconds that
-    # are not the tier's work. handle_one_request flushes after each request.
-    wbufsize = 1 << 16
-
+class Handler(TextHandler):
     def do_GET(self):
         if self.path.startswith("/item"):
             value = redis_get("item")
@@ -56,19 +50,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = b"item " + value + b"\n"
         else:
             body = b"ok\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-class Server(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
+        self.reply(body)
 
 
 Server((listen_ip, port), Handler).serve_forever()

@@ -40,6 +40,8 @@ import threading
 import time
 import http.client
 
+from e2e_util import NGINX_PREAMBLE, fail, find, skip, stop, wait_port
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NET = "127.%d.%d" % (random.SystemRandom().randint(20, 250), random.SystemRandom().randint(0, 255))
 CLIENT, NGINX, APP, REDIS = NET + ".1", NET + ".2", NET + ".3", NET + ".4"
@@ -48,64 +50,9 @@ DELAY = 0.030       # seconds the app works on /item
 LOAD_SECONDS = 4.0
 CLIENTS = 3        # concurrent keep-alive client connections
 THINK = 0.030      # the most a client waits between requests (uniform)
-SKIP = 77
 
 
-def skip(why):
-    print("SKIP: " + why)
-    sys.exit(SKIP)
-
-
-def fail(why):
-    print("FAIL: " + why)
-    sys.exit(1)
-
-
-def find(binary):
-    for d in (os.environ.get("PATH", "").split(os.pathsep) + ["/usr/sbin", "/sbin"]):
-        p = os.path.join(d, binary)
-        if os.access(p, os.X_OK):
-            return p
-    return None
-
-
-def wait_port(ip, port, proc, what, timeout=15.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            fail("%s exited at start (status %s)" % (what, proc.returncode))
-        try:
-            socket.create_connection((ip, port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    fail("%s did not listen on %s:%d within %.0f s" % (what, ip, port, timeout))
-
-
-def stop(proc, sig=signal.SIGTERM):
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-NGINX_CONF = """
-worker_processes 1;
-pid {work}/nginx.pid;
-error_log {work}/nginx-error.log warn;
-daemon off;
-events {{ worker_connections 256; }}
-http {{
-  access_log off;
-  client_body_temp_path {work}/nginx-body;
-  proxy_temp_path {work}/nginx-proxy;
-  fastcgi_temp_path {work}/nginx-fastcgi;
-  uwsgi_temp_path {work}/nginx-uwsgi;
-  scgi_temp_path {work}/nginx-scgi;
+NGINX_CONF = NGINX_PREAMBLE + """
   server {{
     listen {nginx}:{nginx_port};
     location / {{

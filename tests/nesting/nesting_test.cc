@@ -424,8 +424,9 @@ TEST(NestingTest, EvaluationNeedsPathids) {
   auto ev = Evaluate(path, Params{}, EvalOptions{});
   ASSERT_FALSE(ev.ok());
   EXPECT_EQ(ev.status().message(),
-            path + ": a CALL without a pathid; evaluation needs a trace with "
-                   "ground truth (from maketrace)");
+            path +
+                ": no CALL has a pathid; evaluation needs a trace with "
+                "ground truth (from maketrace, or capture --truth-header)");
 }
 
 }  // namespace

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Request accuracy of nest on a real stack with ground truth (issue 13):
+# nginx, two load-balanced Python apps, a Node.js event-loop app, Redis and
+# memcached on loopback, captured live with --truth-header X-Request-Id.
+# Measures the saturation throughput of each route mix first, then runs 10%,
+# 30%, 60% and 85% of it; scores each capture as captured and skewed as if
+# taken on several hosts (offsets 50 us to 2 ms, drift), with default nest,
+# the paper's algorithm (--timeline-passes 0) and first-come-first-served if
+# this nest has --fcfs. Prints a markdown table (docs/benchmarks.md, "Real
+# stack accuracy"). Needs root (live capture). Keeps its captures in WORKDIR
+# when one is given.
+#   Usage: sudo bench/real_stack_accuracy.sh [WORKDIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BBPROF=${BBPROF:-build/release/cli/bbprof}
+exec python3 tests/e2e/real_stack.py "$BBPROF" --bench "$@"

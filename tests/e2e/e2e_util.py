@@ -1,0 +1,100 @@
+"""What the end-to-end tests on real servers share (docs/e2e.md): outcome
+reporting with ctest's exit codes, finding and stopping servers, nginx's
+per-run configuration preamble, and the plain-text HTTP handler of the
+Python application tiers."""
+import http.server
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(SKIP)
+
+
+def fail(why):
+    print("FAIL: " + why)
+    sys.exit(1)
+
+
+def find(binary):
+    for d in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/sbin", "/sbin"]:
+        p = os.path.join(d, binary)
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def wait_port(ip, port, proc, what, timeout=15.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            fail("%s exited at start (status %s)" % (what, proc.returncode))
+        try:
+            socket.create_connection((ip, port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    fail("%s did not listen on %s:%d within %.0f s" % (what, ip, port, timeout))
+
+
+def stop(proc, sig=signal.SIGTERM):
+    """Stops one server we started, by its own process id."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# The start of an nginx configuration that keeps every file in the run's work
+# folder; the caller appends the rest of the http block and closes it.
+NGINX_PREAMBLE = """
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log {work}/nginx-error.log warn;
+daemon off;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {work}/nginx-body;
+  proxy_temp_path {work}/nginx-proxy;
+  fastcgi_temp_path {work}/nginx-fastcgi;
+  uwsgi_temp_path {work}/nginx-uwsgi;
+  scgi_temp_path {work}/nginx-scgi;
+"""
+
+
+class TextHandler(http.server.BaseHTTPRequestHandler):
+    """Keep-alive HTTP/1.1 with one write per response: unbuffered, the
+    status line, the headers and the body go out as separate segments and
+    Nagle's algorithm holds the last one for the peer's delayed ACK, adding
+    tens of milliseconds that are not the tier's work (handle_one_request
+    flushes after each request)."""
+    protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16
+
+    def reply(self, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """A thread per connection."""
+    daemon_threads = True
+    request_queue_size = 256

@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""Request accuracy on a real stack, with ground truth (issue 13).
+
+Real Debian servers on a random /24 of 127.0.0.0/8 (127.N.M.0/24 below),
+started here and stopped by their own process ids:
+
+    load generator .1 --HTTP keep-alive--> nginx .2:18080
+        nginx --(upstream pool, keep-alive, round robin)--> py1 .3 / py2 .4 :18081
+        nginx --/fanout/ (keep-alive)--> node .5:18082
+    py1, py2 (stack_app.py: Python, thread per connection)
+        --> redis .6:6379 (raw RESP)     --> node /price, /part (pooled)
+    node (stack_node.js: Node.js event loop, plain http/net modules)
+        --> memcached .7:11211 (one connection, replies in order)
+        --> py1 /stock (fan-out with memcached), py1 /audit (the fan-in's call)
+
+Routes (the load mixes them):
+    /item/K     nginx -> py(LB) -> redis, node(memcached)               sync
+    /slow/K     the same, with 40 ms of work in py                         sync
+    /fanout/K   nginx -> node -> {memcached, py1 -> redis} in parallel      sync
+    /compose/K  nginx -> py(LB) -> 3 parallel POST node /part; node holds
+                them until the last arrives, then calls py1 /audit -> redis  async
+
+PostgreSQL is left out: the standard library has no client for it, and
+speaking its wire protocol, or a psql process per query, would test our
+client more than the stack; Redis and memcached give the store tier with
+two real protocols bbprof decodes.
+
+The load generator sends `X-Request-Id: <unique>` on every request; the
+apps forward it on every outgoing HTTP call (not to Redis/memcached, whose
+protocols have no headers: those calls have no pathid, and eval leaves them
+unscored). `bbprof capture -i lo --truth-header X-Request-Id` records it as
+the pathid. The capture is then skewed as if taken on several hosts
+(`bbprof skewer`: per-host offsets from 50 us to 2 ms, and drift), nested
+with default flags, and scored with `bbprof eval` (request accuracy).
+
+    real_stack.py BBPROF --ci [WORKDIR]      short test: one light load level
+    real_stack.py BBPROF --bench [WORKDIR]   all load levels, a table
+
+Exit status: 0 pass, 1 fail, 77 skipped (not root, or a server missing:
+scripts/install-deps.sh installs them).
+"""
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from e2e_util import NGINX_PREAMBLE, fail, find, skip, stop, wait_port
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_rng = random.SystemRandom()
+NET = "127.%d.%d" % (_rng.randint(20, 250), _rng.randint(0, 255))
+HOSTS = {"client": ".1", "nginx": ".2", "py1": ".3", "py2": ".4", "node": ".5",
+         "redis": ".6", "memcached": ".7"}
+IP = {k: NET + v for k, v in HOSTS.items()}
+NGINX_PORT, PY_PORT, NODE_PORT, REDIS_PORT, MC_PORT = 18080, 18081, 18082, 6379, 11211
+# Per-host clock offsets (seconds) and drifts (ppm) for the skewed runs, as
+# if each host had captured its own traffic (client = reference clock).
+SKEW = {"nginx": (0.00005, 0), "py1": (-0.0007, 15), "py2": (0.0012, -20),
+        "node": (-0.002, 30), "redis": (0.0004, 0), "memcached": (-0.0015, -10)}
+MIXES = {
+    "sync": [("item", 0.45), ("slow", 0.2), ("fanout", 0.35)],
+    "async": [("compose", 1.0)],
+    "all": [("item", 0.3), ("slow", 0.15), ("fanout", 0.25), ("compose", 0.3)],
+}
+# The CI floors, from today's default nest on the CI level (docs/e2e.md):
+# measured 95.7%, 98.6% and 100% as captured, 65.2%, 60.3% and 84.4% skewed
+# (three runs, the same 141 requests each). Timing on a shared machine moves
+# them, so each floor sits below the lowest run, yet far above what a broken
+# nest gets (the skewed trace without skew handling: 10-30% in the bench).
+# Raise them when nest improves; the issue's targets are 97% (synchronous)
+# and 90% (asynchronous).
+CI_FLOOR = {"plain": 0.90, "skewed": 0.45}
+NGINX_CONF = NGINX_PREAMBLE + """
+  keepalive_requests 100000;
+  upstream pyapps {{
+    server {py1}:{py_port};
+    server {py2}:{py_port};
+    keepalive 32;
+  }}
+  upstream nodeapp {{
+    server {node}:{node_port};
+    keepalive 32;
+  }}
+  server {{
+    listen {nginx}:{nginx_port};
+    proxy_http_version 1.1;
+    proxy_set_header Connection "";
+    proxy_bind {nginx};
+    location /fanout/ {{ proxy_pass http://nodeapp; }}
+    location / {{ proxy_pass http://pyapps; }}
+  }}
+}}
+"""
+
+
+class Stack:
+    """The servers, started in dependency order, stopped in reverse."""
+
+    def __init__(self, work):
+        self.work = work
+        self.procs = []
+
+    def spawn(self, name, argv, ip, port):
+        log = open(os.path.join(self.work, name + ".log"), "w")
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append((name, p))
+        wait_port(ip, port, p, name)
+        return p
+
+    def start(self):
+        self.spawn("redis", [find("redis-server"), "--bind", IP["redis"], "--port",
+                             str(REDIS_PORT), "--save", "", "--appendonly", "no",
+                             "--protected-mode", "no", "--dir", self.work],
+                   IP["redis"], REDIS_PORT)
+        self.spawn("memcached", [find("memcached"), "-l", IP["memcached"], "-p",
+                                 str(MC_PORT), "-U", "0", "-u", "nobody", "-t", "2"],
+                   IP["memcached"], MC_PORT)
+        with socket.create_connection((IP["redis"], REDIS_PORT)) as s:
+            for k in range(10):
+                s.sendall(b"*3\r\n$3\r\nSET\r\n$2\r\nk%d\r\n$5\r\nhello\r\n" % k)
+                s.recv(64)
+        with socket.create_connection((IP["memcached"], MC_PORT)) as s:
+            for k in range(10):
+                s.sendall(b"set k%d 0 0 5\r\nworld\r\n" % k)
+                s.recv(64)
+        self.spawn("node", [find("node"), os.path.join(HERE, "stack_node.js"), IP["node"],
+                            str(NODE_PORT), IP["memcached"], str(MC_PORT), IP["py1"],
+                            str(PY_PORT)],
+                   IP["node"], NODE_PORT)
+        for py in ("py1", "py2"):
+            self.spawn(py, [sys.executable, os.path.join(HERE, "stack_app.py"), IP[py],
+                            str(PY_PORT), IP["redis"], str(REDIS_PORT), IP["node"],
+                            str(NODE_PORT)],
+                       IP[py], PY_PORT)
+        conf = os.path.join(self.work, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(work=self.work, nginx=IP["nginx"],
+                                      nginx_port=NGINX_PORT, py1=IP["py1"], py2=IP["py2"],
+                                      py_port=PY_PORT, node=IP["node"],
+                                      node_port=NODE_PORT))
+        self.spawn("nginx", [find("nginx"), "-c", conf, "-p", self.work], IP["nginx"],
+                   NGINX_PORT)
+
+    def stop(self):
+        for _, p in reversed(self.procs):
+            stop(p)
+        self.procs = []
+
+
+def client_thread(tag, rate, mix, stop_at, results, errors):
+    """Keep-alive requests at `rate` per second (exponential gaps; if a
+    response comes late the next request goes at once), routes drawn from
+    `mix`, each with a unique X-Request-Id."""
+    rng = random.Random(tag)
+    routes = [r for r, _ in mix]
+    weights = [w for _, w in mix]
+    conn = None
+    i = 0
+    next_at = time.monotonic() + rng.expovariate(rate) if rate else 0
+    while time.monotonic() < stop_at:
+        if rate:
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            next_at = max(next_at, time.monotonic() - 1.0 / rate) + rng.expovariate(rate)
+        route = rng.choices(routes, weights)[0]
+        rid = "%s.%d" % (tag, i)
+        i += 1
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection(IP["nginx"], NGINX_PORT, timeout=15,
+                                                  source_address=(IP["client"], 0))
+            conn.request("GET", "/%s/k%d" % (route, rng.randrange(10)),
+                         headers={"X-Request-Id": rid})
+            r = conn.getresponse()
+            r.read()
+            if r.status != 200:
+                errors.append("%s -> HTTP %d" % (route, r.status))
+            results[route] = results.get(route, 0) + 1
+        except (OSError, http.client.HTTPException) as e:
+            errors.append("%s: %s" % (route, e))
+            conn = None
+    if conn is not None:
+        conn.close()
+
+
+def run_load(name, rate, seconds, mix, threads):
+    """Returns (requests by route, errors, requests per second achieved)."""
+    results = [dict() for _ in range(threads)]
+    errors = []
+    stop_at = time.monotonic() + seconds
+    start = time.monotonic()
+    ts = [threading.Thread(target=client_thread,
+                           args=("%s.%d" % (name, t), rate / threads if rate else 0,
+                                 MIXES[mix], stop_at, results[t], errors))
+          for t in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    counts = {}
+    for r in results:
+        for k, v in r.items():
+            counts[k] = counts.get(k, 0) + v
+    return counts, errors, sum(counts.values()) / (time.monotonic() - start)
+
+
+def capture(bbprof, work, name, load):
+    """Runs `load()` under a live capture of the /24; returns the trace."""
+    names = os.path.join(work, "names.map")
+    with open(names, "w") as f:
+        for k, ip in IP.items():
+            f.write("%s %s\n" % (ip, k))
+    trace = os.path.join(work, name + ".trace")
+    err = open(os.path.join(work, name + ".capture.err"), "w+")
+    p = subprocess.Popen([bbprof, "capture", "-i", "lo", "--names", names, "-o", trace,
+                          "--truth-header", "X-Request-Id", "net", NET + ".0/24"],
+                         stdout=subprocess.DEVNULL, stderr=err)
+    end = time.monotonic() + 15
+    while True:
+        err.seek(0)
+        if "listening on lo" in err.read():
+            break
+        if p.poll() is not None or time.monotonic() > end:
+            err.seek(0)
+            stop(p)
+            fail("bbprof capture did not start: " + err.read())
+        time.sleep(0.05)
+    try:
+        out = load()
+        time.sleep(0.3)  # the last packets reach the capture
+    finally:
+        stop(p, signal.SIGINT)
+    err.seek(0)
+    log = err.read()
+    if p.returncode != 0:
+        fail("bbprof capture exited %d: %s" % (p.returncode, log))
+    if "kernel_drops 0" not in log:
+        print("note: %s: the kernel dropped packets" % name)
+    return trace, out
+
+
+def skew(bbprof, trace):
+    out = trace.replace(".trace", ".skewed.trace")
+    argv = [bbprof, "skewer", trace, "-q", "-o", out]
+    present = set()
+    with open(trace) as f:
+        for line in f:
+            if not line.startswith("#"):
+                present.update(line.split("\t")[2:4])
+    for node, (offset, drift) in SKEW.items():
+        if node not in present:
+            continue
+        argv += ["--offset", "%s=%.6f" % (node, offset)]
+        if drift:
+            argv += ["--drift", "%s=%d" % (node, drift)]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("bbprof skewer exited %d: %s" % (r.returncode, r.stderr))
+    return out
+
+
+def request_accuracy(bbprof, trace, flags):
+    """nest with `flags`, then eval against the trace's pathids."""
+    tag = "-".join(f.strip("-") for f in flags) or "default"
+    result = trace + "." + tag + ".json"
+    evaljs = trace + "." + tag + ".eval.json"
+    r = subprocess.run([bbprof, "nest", trace, "-q", "--json", result] + flags,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("bbprof nest %s exited %d: %s" % (flags, r.returncode, r.stderr))
+    r = subprocess.run([bbprof, "eval", result, "--truth", trace, "-q", "--json", evaljs],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("bbprof eval exited %d: %s" % (r.returncode, r.stderr))
+    with open(evaljs) as f:
+        doc = json.load(f)
+    return doc["request_accuracy"], doc["requests"]["total"]
+
+
+def baselines(bbprof):
+    """nest configurations to compare: default, the paper's algorithm, and
+    first-come-first-served if this nest has it."""
+    configs = [("default", []), ("paper (--timeline-passes 0)", ["--timeline-passes", "0"]),
+               # What a user who knew the skew would set: the widest gap
+               # between two hosts' offsets (3.2 ms), rounded up.
+               ("hand-set --skew-window 0.004", ["--skew-window", "0.004"])]
+    help_text = subprocess.run([bbprof, "nest", "--help"], capture_output=True,
+                               text=True).stdout
+    if "--fcfs" in help_text:
+        configs.append(("fcfs", ["--fcfs"]))
+    return configs
+
+
+def check_tools():
+    if os.geteuid() != 0:
+        skip("live capture needs root")
+    missing = [b for b in ("nginx", "redis-server", "memcached", "node") if find(b) is None]
+    if missing:
+        skip("missing %s (scripts/install-deps.sh installs them)" % ", ".join(missing))
+
+
+def ci(bbprof, work):
+    """One light level of the full mix, a few seconds, with and without skew."""
+    def load():
+        return run_load("ci", 30, 5.0, "all", 4)
+    trace, (counts, errors, rps) = capture(bbprof, work, "ci", load)
+    if errors:
+        fail("load errors: %s" % errors[:5])
+    print("load: %d requests, %.1f/s (%s)" % (sum(counts.values()), rps, counts))
+    if sum(counts.values()) < 60:
+        fail("only %d requests" % sum(counts.values()))
+    ok = True
+    for kind, t in (("plain", trace), ("skewed", skew(bbprof, trace))):
+        acc, n = request_accuracy(bbprof, t, [])
+        print("%s: %d requests, request accuracy %.1f%% (floor %.0f%%)"
+              % (kind, n, 100 * acc, 100 * CI_FLOOR[kind]))
+        # Every request the load generator made is a request eval counts
+        # (a few at the capture's edges may be cut).
+        if n < sum(counts.values()) - 4:
+            fail("eval counted %d requests for %d sent" % (n, sum(counts.values())))
+        ok &= acc >= CI_FLOOR[kind]
+    if not ok:
+        fail("request accuracy below its floor")
+    print("PASS")
+
+
+def bench(bbprof, work):
+    configs = baselines(bbprof)
+    levels = []
+    for mix in ("sync", "async", "all"):
+        _, errors, sat = run_load("sat-" + mix, 0, 4.0, mix, 16)
+        if errors:
+            fail("saturation run errors: %s" % errors[:5])
+        print("# %s mix: saturation throughput %.0f requests/s (16 closed-loop clients)"
+              % (mix, sat), flush=True)
+        for share in (0.1, 0.3, 0.6, 0.85):
+            levels.append((mix, share, sat * share))
+    rows = []
+    for mix, share, rate in levels:
+        name = "%s-%d" % (mix, int(share * 100))
+        threads = max(4, min(32, int(rate / 15)))
+        trace, (counts, errors, rps) = capture(
+            bbprof, work, name, lambda: run_load(name, rate, 6.0, mix, threads))
+        if errors:
+            print("# %s: %d load errors, e.g. %s" % (name, len(errors), errors[0]))
+        for kind, t in (("no", trace), ("yes", skew(bbprof, trace))):
+            accs = [request_accuracy(bbprof, t, flags) for _, flags in configs]
+            rows.append((mix, "%d%%" % int(share * 100), "%.0f" % rps, kind,
+                         str(accs[0][1])) + tuple("%.1f%%" % (100 * a) for a, _ in accs))
+            print("| " + " | ".join(rows[-1]) + " |", flush=True)
+    head = ("mix", "load (of saturation)", "requests/s", "skew", "requests") + tuple(
+        c for c, _ in configs)
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[2] not in ("--ci", "--bench"):
+        print(__doc__)
+        return 2
+    bbprof = os.path.abspath(sys.argv[1])
+    check_tools()
+    keep = len(sys.argv) > 3
+    work = sys.argv[3] if keep else tempfile.mkdtemp(prefix="bbprof-stack.")
+    os.makedirs(work, exist_ok=True)
+    os.chmod(work, 0o755)  # memcached runs as nobody
+    stack = Stack(work)
+    try:
+        stack.start()
+        (ci if sys.argv[2] == "--ci" else bench)(bbprof, work)
+        return 0
+    finally:
+        stack.stop()
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
