@@ -183,10 +183,13 @@ class JaegerWriter final : public Writer {
       out->append("],\"startTime\":");
       // Whole microseconds, as Jaeger stores them; the exact nanoseconds
       // are in the bbprof.call_ns and bbprof.return_ns tags.
-      const int64_t start_us = FloorDiv(c.call_ns, 1000);
+      // The UI drops spans whose startTime is 0 (falsy), so a trace whose
+      // clock starts at 0 starts its spans at 1 us instead.
+      const int64_t start_us = std::max<int64_t>(1, FloorDiv(c.call_ns, 1000));
       AppendInt(out, start_us);
       out->append(",\"duration\":");
-      AppendInt(out, FloorDiv(ctx.End(ec.call), 1000) - start_us);
+      AppendInt(out, std::max<int64_t>(
+                         0, FloorDiv(ctx.End(ec.call), 1000) - start_us));
       out->append(",\"tags\":[");
       Tag(out, "span.kind", "server", true);
       Tag(out, "peer.service", ctx.Name(c.caller));
