@@ -89,6 +89,7 @@ int Run(std::span<const std::string> args) {
     // As nest recorded it: relative to where nest ran; else beside the
     // result.
     in.requests_path = j["requests"]["path"].get<std::string>();
+    in.requests_format = j["requests"].value("format", "");
     std::filesystem::path beside =
         std::filesystem::path(result_path).parent_path() /
         std::filesystem::path(in.requests_path).filename();

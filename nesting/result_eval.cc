@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <istream>
 #include <limits>
 #include <sstream>
+#include <streambuf>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -144,19 +147,125 @@ std::string MatchKey(std::string_view caller, std::string_view callee,
   return k;
 }
 
-Result<std::string> ReadAll(const std::string& path) {
-  auto in = trace::OpenInputStream(path);
-  if (!in.ok()) return in.status();
-  std::string text;
-  std::vector<char> buf(1 << 16);
-  for (;;) {
-    Result<size_t> n = (*in)->Read(buf.data(), buf.size());
-    if (!n.ok()) return n.status();
-    if (*n == 0) break;
-    text.append(buf.data(), *n);
+// An InputStream (plain, gzip or zstd) as a std::istream, so the exports
+// are parsed as they are read, never held whole.
+class InputStreamBuf final : public std::streambuf {
+ public:
+  explicit InputStreamBuf(trace::InputStream* in) : in_(in), buf_(1 << 16) {}
+  const Status& status() const { return status_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    Result<size_t> n = in_->Read(buf_.data(), buf_.size());
+    if (!n.ok()) {
+      status_ = n.status();
+      return traits_type::eof();
+    }
+    if (*n == 0) return traits_type::eof();
+    setg(buf_.data(), buf_.data(), buf_.data() + *n);
+    return traits_type::to_int_type(*gptr());
   }
-  return text;
-}
+
+ private:
+  trace::InputStream* in_;
+  std::vector<char> buf_;
+  Status status_;
+};
+
+// SAX handler that builds one element of the top-level "data" array at a
+// time (a Jaeger trace) and hands it over, so memory holds one trace.
+class DataElements final : public json::json_sax_t {
+ public:
+  explicit DataElements(std::function<Status(const json&)> on_element)
+      : on_element_(std::move(on_element)) {}
+  bool saw_data() const { return saw_data_; }
+  const Status& status() const { return status_; }
+  const std::string& error() const { return error_; }
+
+  bool null() override { return Value(nullptr); }
+  bool boolean(bool v) override { return Value(v); }
+  bool number_integer(json::number_integer_t v) override { return Value(v); }
+  bool number_unsigned(json::number_unsigned_t v) override { return Value(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) override {
+    return Value(v);
+  }
+  bool string(json::string_t& v) override { return Value(v); }
+  bool binary(json::binary_t& v) override { return Value(json::binary(v)); }
+  bool key(json::string_t& k) override {
+    key_ = k;
+    if (stack_.empty() && depth_ == 1) top_key_ = k;
+    return true;
+  }
+  bool start_object(std::size_t) override { return Open(json::object()); }
+  bool start_array(std::size_t) override {
+    if (stack_.empty() && depth_ == 1 && top_key_ == "data") {
+      in_data_ = saw_data_ = true;
+      ++depth_;
+      return true;
+    }
+    return Open(json::array());
+  }
+  bool end_object() override { return Close(); }
+  bool end_array() override {
+    if (stack_.empty() && in_data_ && depth_ == 2) in_data_ = false;
+    return Close();
+  }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& e) override {
+    error_ = e.what();
+    return false;
+  }
+
+ private:
+  json* Insert(json v) {
+    json& top = *stack_.back();
+    if (top.is_object()) {
+      json& slot = top[key_];
+      slot = std::move(v);
+      return &slot;
+    }
+    top.push_back(std::move(v));
+    return &top.back();
+  }
+  bool Value(json v) {
+    if (!stack_.empty()) Insert(std::move(v));
+    return true;
+  }
+  bool Open(json v) {
+    if (!stack_.empty()) {
+      stack_.push_back(Insert(std::move(v)));
+    } else if (in_data_ && depth_ == 2) {
+      element_ = std::move(v);
+      stack_.push_back(&element_);
+    } else {
+      ++depth_;
+    }
+    return true;
+  }
+  bool Close() {
+    if (stack_.empty()) {
+      --depth_;
+      return true;
+    }
+    stack_.pop_back();
+    if (stack_.empty()) {
+      status_ = on_element_(element_);
+      element_ = nullptr;
+      return status_.ok();
+    }
+    return true;
+  }
+
+  std::function<Status(const json&)> on_element_;
+  std::vector<json*> stack_;  // open containers of the element being built
+  json element_;
+  std::string key_, top_key_;
+  int depth_ = 0;  // open containers outside any element
+  bool in_data_ = false, saw_data_ = false;
+  Status status_;
+  std::string error_;
+};
 
 trace::TimeNs ParseNs(const json& v) {
   return v.is_string() ? std::stoll(v.get<std::string>())
@@ -165,35 +274,36 @@ trace::TimeNs ParseNs(const json& v) {
 
 // Jaeger UI JSON: callee from the span's process, caller from peer.service,
 // the exact call time from the bbprof.call_ns tag.
-Status ReadJaeger(const std::string& path, const std::string& text,
+Status ReadJaeger(const std::string& path, std::istream& in,
                   std::vector<Span>* spans, uint64_t* requests) {
-  json doc = json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("data")) {
-    return Status::Error(path + ": not a Jaeger JSON document (no \"data\")");
-  }
   size_t t = 0;
-  try {
-    for (const json& tr : doc.at("data")) {
-      ++*requests;
+  DataElements handler([&](const json& tr) -> Status {
+    ++t;
+    ++*requests;
+    size_t k = 0;
+    try {
       const json& procs = tr.at("processes");
-      size_t k = 0;
       for (const json& s : tr.at("spans")) {
+        ++k;
         Span sp;
         sp.trace = s.at("traceID").get<std::string>();
         sp.id = s.at("spanID").get<std::string>();
         for (const json& r : s.at("references")) {
-          if (r.at("refType") == "CHILD_OF")
+          if (r.at("refType") == "CHILD_OF") {
             sp.parent = r.at("spanID").get<std::string>();
+          }
         }
         sp.callee =
             procs.at(s.at("processID").get<std::string>()).at("serviceName");
         bool have_ns = false;
         for (const json& tag : s.at("tags")) {
           const std::string key = tag.at("key").get<std::string>();
-          if (key == "peer.service")
+          if (key == "peer.service") {
             sp.caller = tag.at("value").get<std::string>();
-          if (key == "bbprof.callid")
+          }
+          if (key == "bbprof.callid") {
             sp.callid = tag.at("value").get<std::string>();
+          }
           if (key == "bbprof.call_ns") {
             sp.call_ns = ParseNs(tag.at("value"));
             have_ns = true;
@@ -201,19 +311,24 @@ Status ReadJaeger(const std::string& path, const std::string& text,
         }
         if (!have_ns) {
           return Status::Error(
-              path + ": trace " + std::to_string(t + 1) + ", span " +
-              std::to_string(k + 1) +
+              path + ": trace " + std::to_string(t) + ", span " +
+              std::to_string(k) +
               ": no bbprof.call_ns tag (not written by 'bbprof nest "
               "--requests')");
         }
         spans->push_back(std::move(sp));
-        ++k;
       }
-      ++t;
+    } catch (const std::exception& e) {
+      return Status::Error(path + ": trace " + std::to_string(t) + ", span " +
+                           std::to_string(k) + ": " + e.what());
     }
-  } catch (const std::exception& e) {
-    return Status::Error(path + ": trace " + std::to_string(t + 1) + ": " +
-                         e.what());
+    return Status::Ok();
+  });
+  const bool parsed = json::sax_parse(in, &handler);
+  BBPROF_RETURN_IF_ERROR(handler.status());
+  if (!parsed) return Status::Error(path + ": not JSON: " + handler.error());
+  if (!handler.saw_data()) {
+    return Status::Error(path + ": not a Jaeger JSON document (no \"data\")");
   }
   return Status::Ok();
 }
@@ -221,9 +336,8 @@ Status ReadJaeger(const std::string& path, const std::string& text,
 // OTLP/JSON lines: callee from service.name, caller from peer.service, the
 // call time from startTimeUnixNano (or bbprof.call_ns where nest wrote one
 // because the span could not show it).
-Status ReadOtlp(const std::string& path, const std::string& text,
+Status ReadOtlp(const std::string& path, std::istream& lines,
                 std::vector<Span>* spans, uint64_t* requests) {
-  std::istringstream lines(text);
   std::string line;
   size_t line_no = 0;
   while (std::getline(lines, line)) {
@@ -241,8 +355,9 @@ Status ReadOtlp(const std::string& path, const std::string& text,
       for (const json& rs : doc.at("resourceSpans")) {
         std::string service;
         for (const json& a : rs.at("resource").at("attributes")) {
-          if (a.at("key") == "service.name")
+          if (a.at("key") == "service.name") {
             service = a.at("value").at("stringValue");
+          }
         }
         for (const json& ss : rs.at("scopeSpans")) {
           for (const json& s : ss.at("spans")) {
@@ -257,8 +372,9 @@ Status ReadOtlp(const std::string& path, const std::string& text,
               const json& v = a.at("value");
               if (key == "peer.service") sp.caller = v.at("stringValue");
               if (key == "bbprof.callid") sp.callid = v.at("stringValue");
-              if (key == "bbprof.call_ns")
+              if (key == "bbprof.call_ns") {
                 sp.call_ns = ParseNs(v.at("intValue"));
+              }
             }
             spans->push_back(std::move(sp));
           }
@@ -275,23 +391,27 @@ constexpr uint32_t kUnassigned = kNoParent - 1;  // not in any exported request
 constexpr uint32_t kBadParent = kNoParent - 2;   // parent span not a truth call
 
 // Instance, message and request accuracy of the exported parent choices.
-Status ScoreRequests(const std::string& path, const DetailedResult& truth,
-                     ResultEvaluation* r) {
-  auto format = RequestFormatForPath(path);
+Status ScoreRequests(const std::string& path, const std::string& format_name,
+                     const DetailedResult& truth, ResultEvaluation* r) {
+  auto format = format_name.empty() ? RequestFormatForPath(path)
+                                    : RequestFormatFromName(format_name);
   if (format != RequestFormat::kJaeger && format != RequestFormat::kOtlp) {
     return Status::Error(
         path +
         ": eval reads requests exported as Jaeger UI JSON (.jaeger.json) or "
         "OTLP/JSON (.otlp.json); the other formats do not keep the trees");
   }
-  Result<std::string> text = ReadAll(path);
-  if (!text.ok()) return text.status();
+  auto input = trace::OpenInputStream(path);
+  if (!input.ok()) return input.status();
+  InputStreamBuf buf(input->get());
+  std::istream in(&buf);
   std::vector<Span> spans;
   uint64_t requests = 0;
-  BBPROF_RETURN_IF_ERROR(format == RequestFormat::kJaeger
-                             ? ReadJaeger(path, *text, &spans, &requests)
-                             : ReadOtlp(path, *text, &spans, &requests));
-  text->clear();
+  Status read = format == RequestFormat::kJaeger
+                    ? ReadJaeger(path, in, &spans, &requests)
+                    : ReadOtlp(path, in, &spans, &requests);
+  BBPROF_RETURN_IF_ERROR(buf.status());
+  BBPROF_RETURN_IF_ERROR(read);
 
   const auto& tc = truth.calls;
   const uint32_t n = static_cast<uint32_t>(tc.size());
@@ -468,7 +588,8 @@ Result<ResultEvaluation> EvaluateResult(const ResultEvalInput& in,
   if (!tp.ok()) return tp.status();
   ScorePatterns(*tp, *ip, options, &r.figures);
   if (!in.requests_path.empty()) {
-    BBPROF_RETURN_IF_ERROR(ScoreRequests(in.requests_path, *truth, &r));
+    BBPROF_RETURN_IF_ERROR(
+        ScoreRequests(in.requests_path, in.requests_format, *truth, &r));
   }
   return r;
 }

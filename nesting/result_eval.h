@@ -39,7 +39,8 @@ struct ResultEvalInput {
   nlohmann::json result;    // the 'bbprof nest' result document
   Params params;            // the result's params
   std::string truth_trace;
-  std::string requests_path;  // empty: patterns and latency only
+  std::string requests_path;    // empty: patterns and latency only
+  std::string requests_format;  // jaeger or otlp; empty: from the name
 };
 
 Result<ResultEvaluation> EvaluateResult(const ResultEvalInput& in,
