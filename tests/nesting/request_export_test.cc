@@ -150,36 +150,47 @@ TEST(RequestExportTest, JaegerFileIsWhatTheJaegerUiLoads) {
   }
 }
 
+// A trace of samples/CONF.conf made with the given maketrace flags.
+std::string Maketrace(TempDir& dir, const std::string& conf,
+                      const std::string& flags) {
+  const std::string t = dir.File(conf + ".bbt");
+  std::string out;
+  EXPECT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) + "/samples/" +
+                       conf + ".conf -q " + flags + " -o " + t,
+                   &out),
+            0)
+      << out;
+  return t;
+}
+
+// nest TRACE --requests DIR/NAME, then eval of the result (which finds the
+// requests through the result); returns the evaluation JSON.
+json NestAndEvalRequests(TempDir& dir, const std::string& trace,
+                         const std::string& name) {
+  std::string out;
+  EXPECT_EQ(RunCli("nest " + trace + " -q --json " + dir.File("r.json") +
+                       " --requests " + dir.File(name),
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(RunCli("eval " + dir.File("r.json") + " --truth " + trace +
+                       " -q --json " + dir.File("e.json"),
+                   &out),
+            0)
+      << out;
+  return json::parse(ReadFile(dir.File("e.json")));
+}
+
 // The demo (scripts/demo.sh: multi-tier with 200 ms added at WS2, seed 1,
 // shortened here): its Jaeger export loads, and its parent links are the
 // engine's, as eval reads them back: the same figures as from the OTLP
 // export, and nearly every request right.
 TEST(RequestExportTest, TheDemosJaegerExportLoadsWithTheRightParents) {
   TempDir dir;
-  const std::string t = dir.File("demo.trace");
-  std::string out;
-  ASSERT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) +
-                       "/samples/multitier-added-delay.conf -q --seed 1 "
-                       "--messages 20000 -o " +
-                       t,
-                   &out),
-            0)
-      << out;
-  json eval[2];
-  int k = 0;
-  for (const char* name : {"demo.jaeger.json", "demo.otlp.json"}) {
-    ASSERT_EQ(RunCli("nest " + t + " -q --json " + dir.File("r.json") +
-                         " --requests " + dir.File(name),
-                     &out),
-              0)
-        << out;
-    ASSERT_EQ(RunCli("eval " + dir.File("r.json") + " --truth " + t +
-                         " -q --json " + dir.File("e.json"),
-                     &out),
-              0)
-        << out;
-    eval[k++] = json::parse(ReadFile(dir.File("e.json")));
-  }
+  const std::string t =
+      Maketrace(dir, "multitier-added-delay", "--seed 1 --messages 20000");
+  json eval[2] = {NestAndEvalRequests(dir, t, "demo.jaeger.json"),
+                  NestAndEvalRequests(dir, t, "demo.otlp.json")};
   json doc = json::parse(ReadFile(dir.File("demo.jaeger.json")));
   EXPECT_EQ(ExpectJaegerUiLoads(doc),
             eval[0]["requests"]["exported"].get<size_t>());
@@ -479,32 +490,16 @@ TEST(ResultEvalCliTest, AResultScoredAgainstAnotherTraceIsRefused) {
 // call), on a maketrace sample with overlapping requests.
 TEST(ResultEvalCliTest, ExportedRequestsGiveTheRerunFigures) {
   TempDir dir;
-  const std::string t = dir.File("p.bbt");
+  const std::string t =
+      Maketrace(dir, "children-parallel", "--messages 40000 --seed 3");
   std::string out;
-  ASSERT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) +
-                       "/samples/children-parallel.conf -q --messages 40000 "
-                       "--seed 3 -o " +
-                       t,
-                   &out),
-            0)
-      << out;
   auto rerun = bbprof::nesting::Evaluate(t, bbprof::nesting::Params{}, {});
   ASSERT_TRUE(rerun.ok()) << rerun.status().message();
   json figures[2];
   int k = 0;
   for (const char* name : {"x.otlp.json", "x.jaeger.json"}) {
-    ASSERT_EQ(RunCli("nest " + t + " -q --json " + dir.File("r.json") +
-                         " --requests " + dir.File(name),
-                     &out),
-              0)
-        << out;
     // The result records the requests file: eval finds it by itself.
-    ASSERT_EQ(RunCli("eval " + dir.File("r.json") + " --truth " + t +
-                         " -q --json " + dir.File("e.json"),
-                     &out),
-              0)
-        << out;
-    figures[k] = json::parse(ReadFile(dir.File("e.json")));
+    figures[k] = NestAndEvalRequests(dir, t, name);
     const json& e = figures[k++];
     ASSERT_TRUE(e.contains("instances")) << e.dump();
     EXPECT_EQ(e["instances"]["true"], rerun->true_instances);

@@ -115,21 +115,26 @@ TEST(TextFormatTest, UnclosedWriterLeavesNothingBehind) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// Writes n records a -> b alternating CALL and RET, 1 us apart.
+void WriteCallsAndReturns(const std::string& path, int n) {
+  NodeTable nodes;
+  auto w = OpenTraceWriter(path, &nodes);
+  ASSERT_TRUE(w.ok());
+  Record rec;
+  rec.sender = nodes.Intern("a");
+  rec.receiver = nodes.Intern("b");
+  for (int i = 0; i < n; ++i) {
+    rec.ts_ns = i * 1000;
+    rec.kind = i % 2 ? Kind::kReturn : Kind::kCall;
+    ASSERT_TRUE((*w)->Write(rec).ok());
+  }
+  ASSERT_TRUE((*w)->Close().ok());
+}
+
 TEST(TextFormatTest, CompressedFilesRoundTrip) {
   for (const char* name : {"c.trace.gz", "c.trace.zst"}) {
     TempDir dir;
-    NodeTable nodes;
-    auto w = OpenTraceWriter(dir.File(name), &nodes);
-    ASSERT_TRUE(w.ok());
-    Record rec;
-    rec.sender = nodes.Intern("a");
-    rec.receiver = nodes.Intern("b");
-    for (int i = 0; i < 100000; ++i) {
-      rec.ts_ns = i * 1000;
-      rec.kind = i % 2 ? Kind::kReturn : Kind::kCall;
-      ASSERT_TRUE((*w)->Write(rec).ok());
-    }
-    ASSERT_TRUE((*w)->Close().ok());
+    WriteCallsAndReturns(dir.File(name), 100000);
     std::string err;
     auto lines = ReadAll(dir.File(name), &err);
     EXPECT_EQ(err, "") << name;
@@ -144,19 +149,9 @@ TEST(TextFormatTest, CompressedFilesRoundTrip) {
 TEST(TextFormatTest, ReaderKnowsTheSizeAndCrc32OfWhatItRead) {
   for (const char* name : {"c.trace", "c.trace.gz", "c.trace.zst"}) {
     TempDir dir;
-    NodeTable nodes;
-    auto w = OpenTraceWriter(dir.File(name), &nodes);
-    ASSERT_TRUE(w.ok());
-    Record rec;
-    rec.sender = nodes.Intern("a");
-    rec.receiver = nodes.Intern("b");
-    for (int i = 0; i < 50000; ++i) {
-      rec.ts_ns = i * 1000;
-      rec.kind = i % 2 ? Kind::kReturn : Kind::kCall;
-      ASSERT_TRUE((*w)->Write(rec).ok());
-    }
-    ASSERT_TRUE((*w)->Close().ok());
+    WriteCallsAndReturns(dir.File(name), 50000);
     auto r = OpenTraceReader(dir.File(name));
+    Record rec;
     ASSERT_TRUE(r.ok());
     while ((*r)->Next(rec)) {
     }
