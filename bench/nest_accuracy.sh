@@ -19,7 +19,7 @@ printf '|---|---|---|---|---|---|---|---|---|\n'
 for s in "${samples[@]}"; do
   s=${s%.conf}; s=${s#samples/}
   "$BBPROF" maketrace "samples/$s.conf" -o "$WORK/$s.bbt" --seed 1 -q
-  "$BBPROF" nest "$WORK/$s.bbt" --json "$WORK/$s.json" -q >/dev/null
+  "$BBPROF" nest "$WORK/$s.bbt" --json "$WORK/$s.json" --requests "$WORK/$s.otlp.json" -q >/dev/null
   "$BBPROF" eval "$WORK/$s.json" --truth "$WORK/$s.bbt" --json "$WORK/$s.eval.json" -q >/dev/null
   python3 - "$WORK/$s.json" "$WORK/$s.eval.json" "$s" <<'PY'
 import json, sys

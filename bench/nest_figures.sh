@@ -13,7 +13,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for name in ${SAMPLES:-children-parallel children-0-2 children-d-cc penalty-breaker multitier-normal multitier-added-delay multitier-parallelism-high multitier-long}; do
   t="$W/$name.bbt"
   [ -f "$t" ] || "$B" maketrace "$S/$name.conf" -o "$t" -q
-  /usr/bin/time -f "%e %M" -o "$W/$name.time" "$B" nest "$t" --json "$W/$name.json" -q > "$W/$name.txt"
+  /usr/bin/time -f "%e %M" -o "$W/$name.time" "$B" nest "$t" --json "$W/$name.json" --requests "$W/$name.otlp.json" -q > "$W/$name.txt"
   "$B" eval "$W/$name.json" --truth "$t" --json "$W/$name.eval.json" -q > /dev/null
   read -r wall kb < "$W/$name.time"
   python3 - "$W/$name.json" "$W/$name.eval.json" "$name" "$wall" "$kb" <<'PY'

@@ -69,7 +69,8 @@ def measure(args, name, text):
     score = os.path.join(args.work, name + ".eval.json")
     run(args, [args.bbprof, "maketrace", conf, "-o", trace, "-q",
                "--messages", str(args.messages), "--seed", str(args.seed)])
-    run(args, [args.bbprof, "nest", trace, "-q", "--json", result])
+    run(args, [args.bbprof, "nest", trace, "-q", "--json", result,
+               "--requests", os.path.join(args.work, name + ".otlp.json")])
     run(args, [args.bbprof, "eval", result, "--truth", trace, "-q", "--json", score])
     with open(result) as f:
         r = json.load(f)

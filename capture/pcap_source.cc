@@ -68,6 +68,7 @@ class VersionFixStream final : public trace::InputStream {
     return n;
   }
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+  uint32_t raw_crc32() const override { return in_->raw_crc32(); }
 
  private:
   // Version 2.4 little-endian, then (indexed from 4) big-endian.

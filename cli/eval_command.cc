@@ -1,13 +1,16 @@
-// bbprof eval RESULT.json --truth TRACE: accuracy of a nesting result against
-// the ground truth of a maketrace trace (section 7.5.1).
+// bbprof eval RESULT.json --truth TRACE [--requests FILE]: accuracy of a
+// nesting result, as handed over, against the ground truth of the trace it
+// was computed from (section 7.5.1).
 #include "cli/eval_command.h"
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
 #include "nesting/evaluation.h"
+#include "nesting/result_eval.h"
 #include "trace/json_text.h"
 #include "trace/timestamp.h"
 #include "viz/result_json.h"
@@ -18,19 +21,24 @@ namespace {
 
 int Run(std::span<const std::string> args) {
   CommandLine cl(
-      "eval", "RESULT.json --truth TRACE [--json FILE]",
-      "Scores a 'bbprof nest' result against the ground truth (pathids) of "
-      "the maketrace\ntrace it was computed from, with the metrics of section "
-      "7.5.1: false negatives\nand positives by path pattern, path instance and "
-      "message; the top-N false-negative\ncurve of Figure 17; and the latency "
-      "error of correctly found patterns.\n\nThe true paths come from re-running "
-      "the engine with the result's parameters while\nletting it see the "
+      "eval", "RESULT.json --truth TRACE [--requests FILE] [--json FILE]",
+      "Scores a 'bbprof nest' result, as it is, against the ground truth "
+      "(pathids) of the\ntrace it was computed from, with the metrics of "
+      "section 7.5.1: false negatives\nand positives by path pattern, the "
+      "top-N false-negative curve of Figure 17 and\nthe latency error of "
+      "correctly found patterns, from the result's own patterns;\nand, from "
+      "the requests 'nest --requests' exported (Jaeger or OTLP JSON), the\n"
+      "path instance, message and request accuracy of its parent choices.\n\n"
+      "The truth trace must be the result's input (same size and CRC-32). The "
+      "true paths\ncome from running the engine while letting it see the "
       "pathids, as the paper does.");
   cl.options().add_options()
       ("truth", po::value<std::string>(), "the maketrace trace (with pathids) the result was computed from")
       ("json", po::value<std::string>(), "also write the evaluation as JSON to FILE ('-' = standard output)")
       ("tolerance", po::value<double>()->default_value(0.02), "near-tie tolerance of the top-N curve (fraction)")
-      ("max-n", po::value<int>()->default_value(30), "longest top-N curve");
+      ("max-n", po::value<int>()->default_value(30), "longest top-N curve")
+      ("requests", po::value<std::string>(), "the requests 'bbprof nest --requests' wrote (.jaeger.json or .otlp.json); by default the file the result records, if any")
+      ("no-requests", "score the patterns only, even if the result records a requests file");
   cl.AddPositional("RESULT", "result JSON written by 'bbprof nest --json'", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
   if (!cl.Has("truth")) return cl.UsageError("--truth TRACE is required");
@@ -83,18 +91,42 @@ int Run(std::span<const std::string> args) {
   nesting::EvalOptions opts;
   opts.tolerance = tol;
   opts.max_n = max_n;
-  auto ev = nesting::Evaluate(cl.Get<std::string>("truth"), params, opts);
+  nesting::ResultEvalInput in;
+  in.result_path = result_path;
+  in.params = params;
+  in.truth_trace = cl.Get<std::string>("truth");
+  if (cl.Has("requests") && cl.Has("no-requests")) {
+    return cl.UsageError("--requests and --no-requests exclude each other");
+  }
+  if (cl.Has("requests")) {
+    in.requests_path = cl.Get<std::string>("requests");
+  } else if (!cl.Has("no-requests") && j.contains("requests") && j["requests"].is_object() &&
+             j["requests"].value("path", "") != "" && j["requests"].value("path", "") != "-") {
+    // As nest recorded it: relative to where nest ran; else beside the
+    // result.
+    in.requests_path = j["requests"]["path"].get<std::string>();
+    in.requests_format = j["requests"].value("format", "");
+    std::filesystem::path beside =
+        std::filesystem::path(result_path).parent_path() /
+        std::filesystem::path(in.requests_path).filename();
+    std::error_code ec;
+    if (!std::filesystem::exists(in.requests_path, ec) && std::filesystem::exists(beside, ec)) {
+      in.requests_path = beside.string();
+    }
+  }
+  in.result = std::move(j);
+  auto ev = nesting::EvaluateResult(in, opts);
   if (!ev.ok()) return cl.Fail(ev.status());
   bool to_stdout = cl.Has("json") && cl.Get<std::string>("json") == "-";
   if (cl.Has("json")) {
     if (Status s = WriteFileAtomically(
             cl.Get<std::string>("json"),
-            trace::JsonText(nesting::EvaluationToJson(*ev)));
+            trace::JsonText(nesting::ResultEvaluationToJson(*ev)));
         !s.ok()) {
       return cl.Fail(s);
     }
   }
-  if (!to_stdout) std::cout << nesting::EvaluationToText(*ev);
+  if (!to_stdout) std::cout << nesting::ResultEvaluationToText(*ev);
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "base/atomic_file.h"
 #include "cli/analysis_input.h"
@@ -11,6 +12,7 @@
 #include "nesting/nesting.h"
 #include "nesting/output.h"
 #include "trace/json_text.h"
+#include "nesting/request_export.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 #include "viz/render.h"
@@ -45,7 +47,9 @@ int Run(std::span<const std::string> args) {
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
       ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
-      ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR");
+      ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR")
+      ("requests", po::value<std::string>(), "also write every request of the reported patterns (each root call with its inferred tree) to FILE; the format comes from the name (.jaeger.json, .otlp.json, .chrome.json, .perfetto.json, .csv, .tsv) or --requests-format")
+      ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv");
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   cl.SetEpilog(
       "Without --json, a text report goes to standard output; with --json -, the\n"
@@ -54,7 +58,8 @@ int Run(std::span<const std::string> args) {
       "  bbprof nest run.trace --top 10\n"
       "  bbprof nest run.bbt --json result.json --sort total-latency\n"
       "  bbprof nest merged.trace --skew-window 0.03 --smooth 2\n"
-      "  bbprof nest run.trace --top 5 --svg pictures/");
+      "  bbprof nest run.trace --top 5 --svg pictures/\n"
+      "  bbprof nest run.trace --json result.json --requests run.jaeger.json");
   if (auto rc = cl.Parse(args)) return *rc;
 
   nesting::Params params;
@@ -107,12 +112,50 @@ int Run(std::span<const std::string> args) {
   int top = cl.Get<int>("top");
   if (top < 0) return cl.UsageError("--top must be >= 0");
 
+  std::optional<nesting::RequestFormat> requests_format;
+  if (cl.Has("requests-format") && !cl.Has("requests")) {
+    return cl.UsageError("--requests-format needs --requests FILE");
+  }
+  if (cl.Has("requests")) {
+    const std::string& rpath = cl.Get<std::string>("requests");
+    requests_format =
+        cl.Has("requests-format")
+            ? nesting::RequestFormatFromName(cl.Get<std::string>("requests-format"))
+            : nesting::RequestFormatForPath(rpath);
+    if (!requests_format) {
+      return cl.UsageError(
+          cl.Has("requests-format")
+              ? "--requests-format must be jaeger, otlp, chrome, perfetto, csv or tsv, not '" +
+                    cl.Get<std::string>("requests-format") + "'"
+              : "cannot tell the format of --requests '" + rpath +
+                    "' from its name (.jaeger.json, .otlp.json, .chrome.json, "
+                    ".perfetto.json, .csv, .tsv); give --requests-format");
+    }
+    if (rpath == "-" && !(cl.Has("json") && cl.Get<std::string>("json") != "-")) {
+      return cl.UsageError(
+          "--requests - and the report would both go to standard output; give --json FILE");
+    }
+  }
+
   trace::ReaderOptions ropts;
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
   ropts.numeric_ids = true;
   auto reader = OpenAnalysisInput(cl.Positional("TRACE")[0], ropts);
   if (!reader.ok()) return cl.Fail(reader.status());
-  auto result = nesting::RunNesting(**reader, params);
+  // Per-request export needs every call's parent, times and labels; the
+  // plain run keeps none of them.
+  std::optional<nesting::DetailedResult> detail;
+  Result<nesting::NestingResult> result = Status::Error("nest: not run");
+  if (requests_format) {
+    nesting::DetailOptions dopts;
+    dopts.call_labels = true;
+    auto d = nesting::RunNestingDetailed(**reader, params, dopts);
+    if (!d.ok()) return cl.Fail(d.status());
+    detail = std::move(*d);
+    result = detail->result;
+  } else {
+    result = nesting::RunNesting(**reader, params);
+  }
   if (!result.ok()) return cl.Fail(result.status());
   if ((*reader)->bad_lines_skipped() > 0) {
     Inform(cl, "skipped " + std::to_string((*reader)->bad_lines_skipped()) +
@@ -144,7 +187,18 @@ int Run(std::span<const std::string> args) {
   if (top > 0 && pats.size() > static_cast<size_t>(top)) pats.resize(static_cast<size_t>(top));
 
   bool json_to_stdout = cl.Has("json") && cl.Get<std::string>("json") == "-";
-  const nlohmann::ordered_json doc = nesting::ResultToJson(*result);
+  nlohmann::ordered_json doc = nesting::ResultToJson(*result);
+  if (requests_format) {
+    const std::string& rpath = cl.Get<std::string>("requests");
+    auto exported = nesting::ExportRequests(*detail, pats, *requests_format, rpath);
+    if (!exported.ok()) return cl.Fail(exported.status());
+    // eval finds the requests through this (a path relative to where nest
+    // ran, as given).
+    doc["requests"] = {{"path", rpath},
+                       {"format", nesting::RequestFormatName(*requests_format)},
+                       {"requests", exported->requests},
+                       {"calls", exported->calls}};
+  }
   // The pictures are drawn from the same JSON document that --json writes,
   // so 'bbprof render' on that file gives the same bytes.
   // viz/ reads plain nlohmann::json; convert the ordered document once.

@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -229,8 +230,9 @@ class FlatIndex {
 
 class Engine {
  public:
-  Engine(trace::TraceReader& reader, const Params& params)
-      : reader_(reader), params_(params), scale_(params.bin_base) {
+  Engine(trace::TraceReader& reader, const Params& params,
+         CallLabels* labels = nullptr)
+      : reader_(reader), params_(params), scale_(params.bin_base), labels_(labels) {
     any_penalty_ = params.penalty_overlap != 0 || params.penalty_same != 0 ||
                    params.penalty_generic != 0;
     for (int n = 0; n < 64; ++n) log1p_.push_back(std::log(1.0 + n));
@@ -272,9 +274,14 @@ class Engine {
       d->calls[i].imputed = pairs_[i].imputed;
       d->calls[i].parent = pairs_[i].parent;
       d->calls[i].root_pattern = root_pattern_[i];
+      d->calls[i].call_ns = pairs_[i].call;
+      d->calls[i].ret_ns = pairs_[i].ret;
+      d->calls[i].caller = pairs_[i].caller;
+      d->calls[i].callee = pairs_[i].callee;
       d->calls[i].pathid = pairs_[i].pathid;
     }
     for (const auto& p : d->result.patterns) d->pattern_signatures.push_back(p.signature);
+    d->node_names = names_;
   }
 
  private:
@@ -355,6 +362,7 @@ class Engine {
                      1;
           any_pathid_ = true;
         }
+        if (labels_ != nullptr) KeepLabels(rec);
         if (w > 0 && !early.empty()) {
           expire_early(rec.ts_ns);
           auto it = early.find(key);
@@ -396,6 +404,11 @@ class Engine {
     if (!reader_.status().ok()) return reader_.status();
     for (const auto& [k, q] : early) stats_.unmatched_returns += q.size();
     stats_.path = reader_.path();
+    stats_.bytes = reader_.raw_bytes_read();
+    if (std::optional<uint32_t> crc = reader_.raw_crc32()) {
+      stats_.crc32 = *crc;
+      stats_.has_crc32 = true;
+    }
     stats_.call_pairs = ret_order_.size();
     stats_.unmatched_calls = pairs_.size() - ret_order_.size();
     stats_.duration_s = trace::NsToSeconds(last_ts - first_ts);
@@ -405,6 +418,18 @@ class Engine {
       names_.emplace_back(reader_.nodes().Name(static_cast<NodeId>(i)));
     }
     return Status::Ok();
+  }
+
+  // A call's callid and op, for a per-request export; ops are interned.
+  void KeepLabels(const trace::Record& rec) {
+    labels_->callids.push_back(rec.callid_is_number
+                                   ? std::to_string(rec.callid_number)
+                                   : std::string(rec.callid));
+    if (labels_->op_names.empty()) labels_->op_names.emplace_back();
+    auto [it, inserted] = op_index_.try_emplace(
+        std::string(rec.op), static_cast<uint32_t>(labels_->op_names.size()));
+    if (inserted) labels_->op_names.push_back(it->first);
+    labels_->ops.push_back(it->second);
   }
 
   // Beyond the paper: a call without a return (its return lost to the
@@ -1274,6 +1299,8 @@ class Engine {
   // Automatic skew windows (EstimateSkew): (start, end) by child edge.
   std::unordered_map<uint64_t, std::pair<TimeNs, TimeNs>> edge_windows_;
   std::vector<EdgeSkew> skew_;
+  CallLabels* labels_;  // null unless asked for
+  std::unordered_map<std::string, uint32_t> op_index_;
   std::unordered_map<uint64_t, size_t> board_index_;
   FlatIndex board_flat_;  // board_index_, for the lookups of BestParent
   std::vector<std::vector<double>> boards_;
@@ -1334,14 +1361,15 @@ Result<NestingResult> RunNesting(trace::TraceReader& reader,
 }
 
 Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
-                                          const Params& params) {
+                                          const Params& params,
+                                          const DetailOptions& options) {
   if (!(params.bin_base > 1.0) || params.bin_base > 2.0) {
     return Status::Error("bin base must be in (1, 2]");
   }
-  Engine engine(reader, params);
+  DetailedResult d;
+  Engine engine(reader, params, options.call_labels ? &d.labels : nullptr);
   Result<NestingResult> r = engine.Run();
   if (!r.ok()) return r.status();
-  DetailedResult d;
   d.result = std::move(*r);
   engine.FillDetails(&d);  // indexes patterns in discovery order
   SortPatterns(d.result.patterns, SortKey::kCount);

@@ -111,6 +111,13 @@ struct InputStats {
   // the capture ended): incomplete instances, left out of the patterns.
   uint64_t unfinished_roots = 0;
   double duration_s = 0;
+  // The input file's size in bytes and the CRC-32 of those bytes (as read:
+  // compressed bytes for a compressed file), so that `eval` can tell whether
+  // a truth trace is the input this result was computed from. has_crc32 is
+  // false for inputs not read as a byte stream (a capture through libpcap).
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+  bool has_crc32 = false;
   // The paper's per-node parallelism: the mean number of candidate parents
   // of a call that has any (5.1.2).
   double mean_parallelism = 0;
@@ -155,16 +162,33 @@ struct CallInfo {
   bool imputed = false;  // matched to an assumed return (its own was lost)
   uint32_t parent = kNoParent;
   uint32_t root_pattern = kNoParent;  // index into patterns before sorting
-  // With Params::use_pathids: a hash of the call's pathid, 0 if it has none.
-  uint64_t pathid = 0;
+  // As observed: what a per-request export (nesting/request_export.h) and
+  // the scoring of one (nesting/result_eval.h) need.
+  trace::TimeNs call_ns = 0;
+  trace::TimeNs ret_ns = 0;  // assumed when imputed; meaningless unmatched
+  trace::NodeId caller = 0, callee = 0;  // into DetailedResult::node_names
+  uint64_t pathid = 0;  // hash of the ground-truth pathid (use_pathids only)
+};
+// Labels of every call, kept only when asked for (DetailOptions): they cost
+// a string per call.
+struct CallLabels {
+  std::vector<std::string> callids;   // by call; empty when absent
+  std::vector<uint32_t> ops;          // by call; index into op_names
+  std::vector<std::string> op_names;  // op_names[0] is "" (unknown)
 };
 struct DetailedResult {
   NestingResult result;
   std::vector<CallInfo> calls;
   std::vector<std::string> pattern_signatures;  // by root_pattern index
+  std::vector<std::string> node_names;          // by NodeId
+  CallLabels labels;  // filled only with DetailOptions::call_labels
+};
+struct DetailOptions {
+  bool call_labels = false;  // keep every call's callid and op
 };
 Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
-                                          const Params& params);
+                                          const Params& params,
+                                          const DetailOptions& options = {});
 
 }  // namespace bbprof::nesting
 

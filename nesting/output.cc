@@ -95,6 +95,12 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   j["version"] = kVersion;
   auto& in = j["input"];
   in["path"] = r.input.path;
+  in["bytes"] = r.input.bytes;
+  if (r.input.has_crc32) {
+    char crc[9];
+    std::snprintf(crc, sizeof crc, "%08x", r.input.crc32);
+    in["crc32"] = crc;
+  }
   in["messages"] = r.input.messages;
   in["call_pairs"] = r.input.call_pairs;
   in["unmatched_calls"] = r.input.unmatched_calls;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages bbprof needs to build, test and demo.
+# Installs the Debian packages bbprof needs to build, test and demo, and the
+# npm packages its tests check exports with (under build/npm).
 # Idempotent and quick when everything is already there.
 set -euo pipefail
 
@@ -13,13 +14,33 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
   # real servers for the end-to-end capture tests (loopback only)
   nginx-light redis-server dnsmasq-base memcached nodejs
+  nginx-light redis-server dnsmasq-base
+  # checking exports against their consumers' definitions (tests/nesting)
+  nodejs
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+install_npm() {
+  # (npm comes with nodejs from NodeSource; Debian has it as a package of its
+  # own, which conflicts with that one, so it is not listed above.)
+  # The official OTLP protobuf definitions, compiled by protobufjs: the test
+  # of 'nest --requests x.otlp.json' (tests/nesting/otlp_check.js) parses
+  # the export with them. This version still ships the compiled root.js.
+  local prefix
+  prefix="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
+  [ -f "$prefix/node_modules/@opentelemetry/otlp-proto-exporter-base/package.json" ] && return 0
+  command -v npm >/dev/null 2>&1 || return 0
+  mkdir -p "$prefix"
+  echo "install-deps: npm install @opentelemetry/otlp-proto-exporter-base into $prefix" >&2
+  npm install --prefix "$prefix" --no-audit --no-fund --ignore-scripts --silent \
+    @opentelemetry/otlp-proto-exporter-base@0.51.1 >/dev/null
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+  install_npm
   exit 0
 fi
 
@@ -36,3 +57,4 @@ export DEBIAN_FRONTEND=noninteractive
 echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_npm

@@ -13,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "trace/op.h"
@@ -128,6 +129,7 @@ class BinaryReader final : public TraceReader {
   }
 
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+  std::optional<uint32_t> raw_crc32() const override { return in_->raw_crc32(); }
 
  private:
   Result<size_t> ReadFully(uint8_t* dst, size_t size) {

@@ -1,6 +1,7 @@
 #include "trace/byte_stream.h"
 
 #include <fcntl.h>
+#include <libdeflate.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -35,6 +36,7 @@ class FileInput final : public InputStream {
         return Status::Error(path_ + ": read failed: " + std::strerror(errno));
       }
       if (n == 0) break;
+      crc_ = libdeflate_crc32(crc_, peek_ + peek_len_, static_cast<size_t>(n));
       peek_len_ += static_cast<size_t>(n);
       raw_ += static_cast<uint64_t>(n);
     }
@@ -55,10 +57,12 @@ class FileInput final : public InputStream {
         return Status::Error(path_ + ": read failed: " + std::strerror(errno));
       }
       raw_ += static_cast<uint64_t>(n);
+      crc_ = libdeflate_crc32(crc_, buf, static_cast<size_t>(n));
       return static_cast<size_t>(n);
     }
   }
   uint64_t raw_bytes_read() const override { return raw_; }
+  uint32_t raw_crc32() const override { return crc_; }
 
  private:
   int fd_;
@@ -68,6 +72,7 @@ class FileInput final : public InputStream {
   size_t peek_len_ = 0;
   size_t peek_pos_ = 0;
   uint64_t raw_ = 0;
+  uint32_t crc_ = 0;
 };
 
 class GzipInput final : public InputStream {
@@ -117,6 +122,7 @@ class GzipInput final : public InputStream {
     return size - z_.avail_out;
   }
   uint64_t raw_bytes_read() const override { return src_->raw_bytes_read(); }
+  uint32_t raw_crc32() const override { return src_->raw_crc32(); }
 
  private:
   std::unique_ptr<FileInput> src_;
@@ -167,6 +173,7 @@ class ZstdInput final : public InputStream {
     return out.pos;
   }
   uint64_t raw_bytes_read() const override { return src_->raw_bytes_read(); }
+  uint32_t raw_crc32() const override { return src_->raw_crc32(); }
 
  private:
   std::unique_ptr<FileInput> src_;

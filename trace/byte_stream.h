@@ -26,6 +26,10 @@ class InputStream {
   // Bytes consumed from the underlying file so far (compressed bytes for a
   // compressed file): for progress against the file size.
   virtual uint64_t raw_bytes_read() const = 0;
+  // CRC-32 (the zlib/gzip polynomial) of those bytes, kept up to date as they
+  // are read, so a result can name its input exactly without a second pass
+  // (nest records it; eval checks the truth trace against it).
+  virtual uint32_t raw_crc32() const = 0;
 };
 
 // Opens `path` ("-" = standard input), detecting gzip/zstd compression.

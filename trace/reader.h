@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,11 @@ class TraceReader {
   const std::string& first_bad_line_error() const { return first_bad_error_; }
   // File bytes consumed so far, for progress against FileSizeOrZero(path).
   virtual uint64_t raw_bytes_read() const = 0;
+  // CRC-32 of those bytes (InputStream::raw_crc32), when the reader reads a
+  // byte stream; none for inputs read another way (a capture through
+  // libpcap). Once the reader is at its end, with raw_bytes_read() this
+  // names the input exactly.
+  virtual std::optional<uint32_t> raw_crc32() const { return std::nullopt; }
 
  protected:
   TraceReader(std::string path, std::shared_ptr<NodeTable> nodes)

@@ -46,6 +46,7 @@ class PeekedInput final : public InputStream {
     return in_->Read(buf, size);
   }
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+  uint32_t raw_crc32() const override { return in_->raw_crc32(); }
 
  private:
   static constexpr size_t kPeek = 8;

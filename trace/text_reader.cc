@@ -3,6 +3,7 @@
 // a one-entry cache (consecutive lines tend to repeat nodes). No allocation
 // per line once the node table is warm.
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +47,7 @@ class TextReader final : public TraceReader {
   Status ReadHeader() { return ReadAheadFirstRecord(); }
 
   uint64_t raw_bytes_read() const override { return in_->raw_bytes_read(); }
+  std::optional<uint32_t> raw_crc32() const override { return in_->raw_crc32(); }
 
  private:
   // Returns the next line (without its newline), or false at end/error.

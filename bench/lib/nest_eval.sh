@@ -6,7 +6,7 @@
 nest_eval_fn() {
   local b=$1 trace=$2 out=$3
   shift 3
-  "$b" nest "$trace" --json "$out.json" -q "$@" > /dev/null
+  "$b" nest "$trace" --json "$out.json" --requests "$out.otlp.json" -q "$@" > /dev/null
   "$b" eval "$out.json" --truth "$trace" --json "$out.eval.json" -q > /dev/null
   python3 -c 'import json,sys
 e = json.load(open(sys.argv[1])); r = json.load(open(sys.argv[2]))

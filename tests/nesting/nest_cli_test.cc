@@ -75,7 +75,10 @@ TEST(NestCliTest, TextAndBinaryFormsOfATraceGiveTheSameResult) {
   ASSERT_EQ(RunCli("convert " + text + " " + bin, &out), 0) << out;
   for (const std::string* t : {&text, &bin}) {
     const std::string name = t == &text ? "text" : "bin";
-    ASSERT_EQ(RunCli("nest " + *t + " -q --json " + dir.File(name + ".json"), &out), 0)
+    ASSERT_EQ(RunCli("nest " + *t + " -q --json " + dir.File(name + ".json") + " --requests " +
+                         dir.File(name + ".otlp.json"),
+                     &out),
+              0)
         << out;
     ASSERT_EQ(RunCli("eval " + dir.File(name + ".json") + " --truth " + *t + " -q --json " +
                          dir.File(name + ".eval.json"),
@@ -94,13 +97,18 @@ TEST(NestCliTest, TextAndBinaryFormsOfATraceGiveTheSameResult) {
 }
 
 // Scores a maketrace sample with nest at the given extra flags; returns the
-// evaluation JSON (eval re-runs with the result's own params).
+// evaluation JSON (eval scores the result's patterns and the parent choices
+// of the requests nest exported).
 nlohmann::json NestAndEval(TempDir& dir, const std::string& trace,
                            const std::string& flags, const std::string& tag) {
   const std::string r = dir.File(tag + ".json");
   const std::string e = dir.File(tag + ".eval.json");
   std::string out;
-  EXPECT_EQ(RunCli("nest " + trace + " -q " + flags + " --json " + r, &out), 0) << out;
+  EXPECT_EQ(RunCli("nest " + trace + " -q " + flags + " --json " + r + " --requests " +
+                       dir.File(tag + ".otlp.json"),
+                   &out),
+            0)
+      << out;
   EXPECT_EQ(RunCli("eval " + r + " --truth " + trace + " -q --json " + e, &out), 0) << out;
   auto result = nlohmann::json::parse(ReadFile(r));
   auto eval = nlohmann::json::parse(ReadFile(e));
@@ -123,8 +131,8 @@ std::string MakeSample(TempDir& dir, const std::string& name) {
 // Refinement (the default, one pass) re-chooses each call's parent knowing
 // all its siblings: on the Children-parallel case of section 7.5.2, where
 // greedy assignment swaps parallel children, it makes fewer false-negative
-// instances than the paper's single pass (--refine-passes 0); eval re-runs
-// each result with the setting it was made with. (Timeline passes, which
+// instances than the paper's single pass (--refine-passes 0), as eval
+// scores each result's exported requests. (Timeline passes, which
 // follow refinement by default, are off here to see refinement alone.)
 TEST(NestCliTest, RefinementMakesFewerMistakesThanTheGreedyPass) {
   TempDir dir;

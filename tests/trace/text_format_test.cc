@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <vector>
 
@@ -114,26 +115,54 @@ TEST(TextFormatTest, UnclosedWriterLeavesNothingBehind) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
+// Writes n records a -> b alternating CALL and RET, 1 us apart.
+void WriteCallsAndReturns(const std::string& path, int n) {
+  NodeTable nodes;
+  auto w = OpenTraceWriter(path, &nodes);
+  ASSERT_TRUE(w.ok());
+  Record rec;
+  rec.sender = nodes.Intern("a");
+  rec.receiver = nodes.Intern("b");
+  for (int i = 0; i < n; ++i) {
+    rec.ts_ns = i * 1000;
+    rec.kind = i % 2 ? Kind::kReturn : Kind::kCall;
+    ASSERT_TRUE((*w)->Write(rec).ok());
+  }
+  ASSERT_TRUE((*w)->Close().ok());
+}
+
 TEST(TextFormatTest, CompressedFilesRoundTrip) {
   for (const char* name : {"c.trace.gz", "c.trace.zst"}) {
     TempDir dir;
-    NodeTable nodes;
-    auto w = OpenTraceWriter(dir.File(name), &nodes);
-    ASSERT_TRUE(w.ok());
-    Record rec;
-    rec.sender = nodes.Intern("a");
-    rec.receiver = nodes.Intern("b");
-    for (int i = 0; i < 100000; ++i) {
-      rec.ts_ns = i * 1000;
-      rec.kind = i % 2 ? Kind::kReturn : Kind::kCall;
-      ASSERT_TRUE((*w)->Write(rec).ok());
-    }
-    ASSERT_TRUE((*w)->Close().ok());
+    WriteCallsAndReturns(dir.File(name), 100000);
     std::string err;
     auto lines = ReadAll(dir.File(name), &err);
     EXPECT_EQ(err, "") << name;
     ASSERT_EQ(lines.size(), 100000u) << name;
     EXPECT_EQ(lines.back().ts, 99999 * 1000);
+  }
+}
+
+// A reader names its input exactly once it has read it: the bytes of the
+// file as read (compressed bytes for a compressed file) and their CRC-32,
+// the zlib one, which `bbprof nest` records and `eval` checks.
+TEST(TextFormatTest, ReaderKnowsTheSizeAndCrc32OfWhatItRead) {
+  for (const char* name : {"c.trace", "c.trace.gz", "c.trace.zst"}) {
+    TempDir dir;
+    WriteCallsAndReturns(dir.File(name), 50000);
+    auto r = OpenTraceReader(dir.File(name));
+    Record rec;
+    ASSERT_TRUE(r.ok());
+    while ((*r)->Next(rec)) {
+    }
+    ASSERT_TRUE((*r)->status().ok());
+    const std::string bytes = ReadFile(dir.File(name));
+    EXPECT_EQ((*r)->raw_bytes_read(), bytes.size()) << name;
+    ASSERT_TRUE((*r)->raw_crc32().has_value());
+    EXPECT_EQ(*(*r)->raw_crc32(),
+              crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()),
+                    static_cast<uInt>(bytes.size())))
+        << name;
   }
 }
 

@@ -1,0 +1,66 @@
+// Every inferred request, exportable: after the nesting algorithm (section
+// 5.1) has chosen a parent for every call, each root call with the tree of
+// calls it caused is one request (the paper's path instance). This writes
+// them, one at a time as their trees are walked, in formats that existing
+// trace viewers and tools read:
+//
+//   jaeger  Jaeger UI JSON ({"data":[trace...]}, the UI's "JSON File" upload)
+//   otlp    OTLP/JSON traces, one TracesData per line (the OpenTelemetry
+//           collector's file exporter and otlpjsonfile receiver format)
+//   chrome  Chrome / Perfetto trace event JSON ({"traceEvents":[...]})
+//   csv/tsv one row per request: start, pattern, latency, the node that
+//           adds the most time
+//
+// Ids are derived from the calls (a hash of the root call's time, nodes and
+// callid for the trace, of the call and its place in the tree for a span),
+// so two runs write identical files. docs/formats.md shows each format.
+#ifndef BBPROF_NESTING_REQUEST_EXPORT_H_
+#define BBPROF_NESTING_REQUEST_EXPORT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "nesting/nesting.h"
+
+namespace bbprof::nesting {
+
+enum class RequestFormat { kJaeger, kOtlp, kChrome, kCsv, kTsv };
+
+// "jaeger", "otlp", "chrome" (also "perfetto"), "csv", "tsv".
+std::optional<RequestFormat> RequestFormatFromName(std::string_view name);
+std::string_view RequestFormatName(RequestFormat format);
+// From the file name: .jaeger.json, .otlp.json, .chrome.json,
+// .perfetto.json, .csv, .tsv, each optionally followed by .gz or .zst.
+std::optional<RequestFormat> RequestFormatForPath(std::string_view path);
+
+struct ExportStats {
+  uint64_t requests = 0;
+  uint64_t calls = 0;
+};
+
+// Writes the requests of the patterns in `reported` (a pattern is known by
+// its signature; requests of patterns cut by --top or --min-count are left
+// out, so the export matches the report), in root call order, to `path`
+// ("-" = standard output; written atomically, compressed for .gz/.zst).
+// `detail` must have been run with DetailOptions::call_labels.
+Result<ExportStats> ExportRequests(const DetailedResult& detail,
+                                   const std::vector<Pattern>& reported,
+                                   RequestFormat format,
+                                   const std::string& path);
+
+// The ids the exports use, for tests and for readers that match them.
+struct TraceId {
+  uint64_t hi = 0, lo = 0;
+};
+std::string HexId(uint64_t v);         // 16 lowercase hex digits
+std::string HexId(const TraceId& id);  // 32 lowercase hex digits
+// UTC ISO 8601 with nanoseconds: 2026-11-24T07:46:10.123456789Z.
+std::string IsoTime(trace::TimeNs ns);
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_REQUEST_EXPORT_H_
