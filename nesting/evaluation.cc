@@ -45,6 +45,50 @@ std::vector<uint32_t> Roots(const std::vector<CallInfo>& calls) {
 
 }  // namespace
 
+void ScoreRequestTrees(const std::vector<CallInfo>& truth,
+                       const std::vector<uint32_t>& inferred_parent,
+                       Evaluation* e) {
+  const auto n = static_cast<uint32_t>(truth.size());
+  std::unordered_map<uint64_t, bool> request_right;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (truth[i].matched && truth[i].parent == kNoParent &&
+        truth[i].pathid != 0) {
+      request_right.emplace(truth[i].pathid, true);
+    }
+  }
+  auto mark_wrong = [&](uint64_t pathid) {
+    auto it = request_right.find(pathid);
+    if (it != request_right.end()) it->second = false;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t ip = inferred_parent[i];
+    if (!truth[i].matched || truth[i].pathid == 0 || ip == truth[i].parent) {
+      continue;
+    }
+    const bool ip_is_call = ip < n;
+    // Under a parent of its own request, a call is right even if the
+    // cheating run chose another: when several calls of one request are
+    // open at the caller (the fan-in of an aggregating service), request ids
+    // cannot tell which of them caused it.
+    if (ip_is_call && truth[i].parent != kNoParent &&
+        truth[ip].pathid == truth[i].pathid) {
+      continue;
+    }
+    mark_wrong(truth[i].pathid);
+    // The request it was wrongly put under is wrong too.
+    if (ip_is_call) mark_wrong(truth[ip].pathid);
+  }
+  e->requests = request_right.size();
+  e->requests_correct = 0;
+  for (const auto& [pathid, right] : request_right) {
+    e->requests_correct += right;
+  }
+  e->request_accuracy =
+      e->requests ? static_cast<double>(e->requests_correct) /
+                        static_cast<double>(e->requests)
+                  : 0.0;
+}
+
 Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params,
                             const EvalOptions& options) {
   Params inferred_params = params;
@@ -88,38 +132,9 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
       e.messages_correct += isize[i];
     }
   }
-  // Requests, by the pathids of the calls that carry one.
-  std::unordered_map<uint64_t, bool> request_right;
-  for (uint32_t i = 0; i < tc.size(); ++i) {
-    if (tc[i].matched && tc[i].parent == kNoParent && tc[i].pathid != 0) {
-      request_right.emplace(tc[i].pathid, true);
-    }
-  }
-  auto mark_wrong = [&](uint64_t pathid) {
-    auto it = request_right.find(pathid);
-    if (it != request_right.end()) it->second = false;
-  };
-  for (uint32_t i = 0; i < tc.size(); ++i) {
-    if (!tc[i].matched || tc[i].pathid == 0 || ic[i].parent == tc[i].parent) {
-      continue;
-    }
-    // Under a parent of its own request, a call is right even if the
-    // cheating run chose another: when several calls of one request are
-    // open at the caller (the fan-in of an aggregating service), request ids
-    // cannot tell which of them caused it.
-    if (ic[i].parent != kNoParent && tc[i].parent != kNoParent &&
-        tc[ic[i].parent].pathid == tc[i].pathid) {
-      continue;
-    }
-    mark_wrong(tc[i].pathid);
-    // The request it was wrongly put under is wrong too.
-    if (ic[i].parent != kNoParent) mark_wrong(tc[ic[i].parent].pathid);
-  }
-  e.requests = request_right.size();
-  for (const auto& [pathid, right] : request_right) e.requests_correct += right;
-  e.request_accuracy = e.requests ? static_cast<double>(e.requests_correct) /
-                                        static_cast<double>(e.requests)
-                                  : 0.0;
+  std::vector<uint32_t> inferred(ic.size());
+  for (uint32_t i = 0; i < ic.size(); ++i) inferred[i] = ic[i].parent;
+  ScoreRequestTrees(tc, inferred, &e);
   e.instance_fn_rate = e.true_instances
                            ? 1.0 - static_cast<double>(e.correct_instances) /
                                        static_cast<double>(e.true_instances)

@@ -509,20 +509,11 @@ Status ScoreRequests(const std::string& path, const std::string& format_name,
   e.instance_fp_rate = rate(e.correct_instances, e.inferred_instances);
   e.message_error_rate = rate(e.messages_correct, e.messages);
 
-  // Requests by pathid: right when every call of the pathid has its true
-  // parent in the export.
-  std::unordered_map<uint64_t, bool> request_ok;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (!tc[i].matched) continue;
-    auto [it, inserted] = request_ok.try_emplace(tc[i].pathid, true);
-    if (ip[i] != tc[i].parent) it->second = false;
-  }
-  r->true_requests = request_ok.size();
-  for (const auto& [pathid, ok] : request_ok) r->correct_requests += ok;
-  r->request_accuracy = r->true_requests
-                            ? static_cast<double>(r->correct_requests) /
-                                  static_cast<double>(r->true_requests)
-                            : 0.0;
+  // Requests by pathid, by the same rule as the re-run evaluation.
+  ScoreRequestTrees(tc, ip, &e);
+  r->true_requests = e.requests;
+  r->correct_requests = e.requests_correct;
+  r->request_accuracy = e.request_accuracy;
   r->requests_scored = true;
   r->requests_path = path;
   return Status::Ok();
@@ -609,23 +600,31 @@ nlohmann::ordered_json ResultEvaluationToJson(const ResultEvaluation& r) {
     // choices to score.
     j.erase("instances");
     j.erase("messages");
+    j.erase("requests");
+    j.erase("request_accuracy");
   }
   return j;
 }
 
 std::string ResultEvaluationToText(const ResultEvaluation& r) {
-  std::string text = EvaluationToText(r.figures);
-  if (!r.requests_scored) {
-    // The figures of instances and messages were not measured: drop them.
-    std::istringstream in(text);
-    std::string line, out;
+  // The figures' own requests line is replaced by the fuller one below, and
+  // without the requests the instance and message figures were not
+  // measured: drop those lines.
+  std::string text;
+  {
+    std::istringstream in(EvaluationToText(r.figures));
+    std::string line;
     while (std::getline(in, line)) {
-      if (line.rfind("path instances:", 0) == 0 ||
-          line.rfind("messages:", 0) == 0)
+      if (line.rfind("requests:", 0) == 0) continue;
+      if (!r.requests_scored && (line.rfind("path instances:", 0) == 0 ||
+                                 line.rfind("messages:", 0) == 0)) {
         continue;
-      out += line + "\n";
+      }
+      text += line + "\n";
     }
-    return out +
+  }
+  if (!r.requests_scored) {
+    return text +
            "path instances and messages: not scored (give the requests 'bbprof "
            "nest "
            "--requests' wrote, as --requests FILE)\n";

@@ -273,17 +273,21 @@ def request_accuracy(bbprof, trace, flags):
     tag = "-".join(f.strip("-") for f in flags) or "default"
     result = trace + "." + tag + ".json"
     evaljs = trace + "." + tag + ".eval.json"
-    r = subprocess.run([bbprof, "nest", trace, "-q", "--json", result] + flags,
+    requests = trace + "." + tag + ".otlp.json"
+    r = subprocess.run([bbprof, "nest", trace, "-q", "--json", result,
+                        "--requests", requests] + flags,
                        capture_output=True, text=True)
     if r.returncode != 0:
         fail("bbprof nest %s exited %d: %s" % (flags, r.returncode, r.stderr))
+    # eval scores the parent choices of the requests nest exported (the
+    # result records the file).
     r = subprocess.run([bbprof, "eval", result, "--truth", trace, "-q", "--json", evaljs],
                        capture_output=True, text=True)
     if r.returncode != 0:
         fail("bbprof eval exited %d: %s" % (r.returncode, r.stderr))
     with open(evaljs) as f:
         doc = json.load(f)
-    return doc["request_accuracy"], doc["requests"]["total"]
+    return doc["request_accuracy"], doc["requests"]["true"]
 
 
 def baselines(bbprof):
