@@ -349,11 +349,26 @@ size_t ValueEnd(std::string_view text, size_t begin) {
 // nlohmann's message without its "[json.exception...] parse error at line L,
 // column C: " prefix (the line and column are of the value, not the file;
 // the byte offset we print is of the file).
+// Bytes outside printable ASCII (the parser quotes what it last read) are
+// shown as \xNN, never raw.
 std::string ParseErrorText(const std::string& what) {
   size_t p = what.find("column ");
   if (p != std::string::npos) p = what.find(": ", p);
   if (p == std::string::npos) p = what.find("] ");
-  return p == std::string::npos ? what : what.substr(p + 2);
+  const std::string text = p == std::string::npos ? what : what.substr(p + 2);
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out.push_back(c);
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  return out;
 }
 
 }  // namespace

@@ -147,6 +147,11 @@ TEST(SpansTest, MalformedJsonNamesTheByte) {
   EXPECT_EQ(f.status().message().rfind("l.json: JSON error at byte 42: ", 0),
             0u)
       << f.status().message();
+  // What the parser quotes from the input is shown without raw bytes.
+  f = ParseSpans("\xff\xfe", "b.json", Format::kAuto, &spans, &c);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("'\\xff'"), std::string::npos)
+      << f.status().message();
   f = ParseSpans("  \n", "e.json", Format::kAuto, &spans, &c);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().message(), "e.json: empty file (expected span JSON)");
