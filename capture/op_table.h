@@ -61,7 +61,14 @@ class OpTable {
 
   size_t max_per_server_;
   std::deque<std::string> names_;  // a deque: views of names stay valid
-  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> index_;
+  struct Entry {
+    uint32_t index = 0;
+    // The last server this op was admitted at: most ops go to one server,
+    // and this spares the admitted_ lookup on every call.
+    trace::NodeId last_server = 0;
+    bool has_last = false;
+  };
+  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> index_;
   // (server << 32 | op index) for every op admitted at a server.
   std::unordered_set<uint64_t> admitted_;
   std::unordered_map<std::string, Budget, Hash, std::equal_to<>> budgets_;

@@ -102,13 +102,14 @@ int Run(std::span<const std::string> args) {
       "of messages),\npassively: live from an interface (a mirrored switch "
       "port) or from pcap/pcapng\nfiles. TCP streams are reassembled; ONC "
       "RPC, DNS, HTTP/1.x, HTTP/2 and gRPC are\ndecoded by their framing, "
-      "Redis and memcached by theirs, any other TCP protocol\nby the generic "
-      "request/response rule. Node names are IP addresses (host\n"
-      "granularity) or server IP:port (service granularity), renamed by "
-      "--names.\nUndecodable packets are counted by reason, never fatal; the "
-      "counters are printed\nat exit (and on SIGUSR1) and written as #meta "
-      "lines at the end of every file.\nSIGINT or SIGTERM stops a live "
-      "capture cleanly: nothing captured is lost.");
+      "Redis, memcached, PostgreSQL and MySQL by theirs, any\nother TCP "
+      "protocol by the generic request/response rule. Each call is named by\n"
+      "its operation (http:GET:/item/{n}, nfs3:GETATTR). Node names are IP "
+      "addresses\n(host granularity) or server IP:port (service granularity), "
+      "renamed by --names.\nUndecodable packets are counted by reason, never "
+      "fatal; the counters are printed\nat exit (and on SIGUSR1) and written "
+      "as #meta lines at the end of every file.\nSIGINT or SIGTERM stops a "
+      "live capture cleanly: nothing captured is lost.");
   cl.options().add_options()("interface,i", po::value<std::string>(),
                              "capture live on IFACE")(
       "read,r", po::value<std::vector<std::string>>(),

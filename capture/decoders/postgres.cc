@@ -17,10 +17,13 @@
 // from a simple query's text, from a Parse's, or, for a Bind of a statement
 // prepared earlier on the connection, from that Parse's. The authentication
 // exchange makes no calls. A connection that turns to TLS (the server's 'S'
-// to an SSLRequest), or loses bytes outside a message body, is no longer
-// decoded in that direction (counted): a typed message has no marker to
-// resynchronise on.
+// to an SSLRequest) is no longer decoded (counted). One that loses bytes
+// outside a message body, or shows bytes that are not a message (another
+// protocol on the port), is counted and handed to the generic turn-taking
+// rule for the rest of its life: a typed message has no marker to
+// resynchronise on, and turns still give calls and returns.
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -66,12 +69,35 @@ std::string_view CString(ByteCursor& c) {
   return text.substr(0, nul);
 }
 
+// The generic rule's events after a fallback, with tokens that cannot meet
+// the PostgreSQL calls' (a call index stays far below 2^31).
+class FallbackSink final : public EventSink {
+ public:
+  explicit FallbackSink(EventSink& to) : to_(to) {}
+  void Emit(const AppEvent& e) override {
+    AppEvent moved = e;
+    moved.token |= 0x80000000u;
+    to_.Emit(moved);
+  }
+  void Count(std::string_view reason, uint64_t n) override {
+    to_.Count(reason, n);
+  }
+
+ private:
+  EventSink& to_;
+};
+
 class PostgresDecoder final : public StreamDecoder {
  public:
-  explicit PostgresDecoder(EventSink& sink) : sink_(sink) {}
+  explicit PostgresDecoder(EventSink& sink)
+      : sink_(sink), fallback_sink_(sink) {}
 
   void OnData(Direction dir, trace::TimeNs ts,
               std::span<const std::byte> data) override {
+    if (fallback_) {
+      fallback_->OnData(dir, ts, data);
+      return;
+    }
     Side& s = side(dir);
     if (s.lost) return;
     s.buf.Append(ts, data);
@@ -83,9 +109,18 @@ class PostgresDecoder final : public StreamDecoder {
   }
 
   void OnGap(Direction dir, uint64_t length) override {
+    if (fallback_) {
+      fallback_->OnGap(dir, length);
+      return;
+    }
     Side& s = side(dir);
     if (s.lost || s.buf.AbsorbGap(length)) return;
-    Lose(s, "pg_gap");
+    Lose(dir, "pg_gap");
+    fallback_->OnGap(dir, length);
+  }
+
+  void OnEnd(trace::TimeNs ts) override {
+    if (fallback_) fallback_->OnEnd(ts);
   }
 
  private:
@@ -101,16 +136,23 @@ class PostgresDecoder final : public StreamDecoder {
     return d == Direction::kToServer ? client_ : server_;
   }
 
-  void Lose(Side& s, const char* reason) {
+  // Out of step: the generic rule takes the connection over, starting with
+  // the bytes of `dir` not yet understood.
+  void Lose(Direction dir, const char* reason) {
     sink_.Count(reason);
-    s.lost = true;
-    s.buf.Clear();
+    fallback_ = FindDecoder("generic")->make_stream(fallback_sink_);
+    Side& s = side(dir);
+    if (s.buf.size() > 0) fallback_->OnData(dir, s.buf.TsAt(0), s.buf.data());
+    client_.lost = server_.lost = true;
+    client_.buf.Clear();
+    server_.buf.Clear();
   }
 
   // A whole message header (type and length) is buffered; returns the
   // message length (type byte included) or 0 when more bytes are needed or
   // the side was lost. `want_body` bytes of the body must be buffered too.
   size_t Header(Side& s, bool client, size_t want_body, char* type) {
+    const Direction dir = client ? Direction::kToServer : Direction::kToClient;
     auto d = s.buf.data();
     if (d.size() < 5) return 0;
     ByteCursor c(d);
@@ -118,7 +160,7 @@ class PostgresDecoder final : public StreamDecoder {
     uint32_t len = c.U32();
     bool known = client ? IsFrontendType(*type) : IsBackendType(*type);
     if (!known || len < 4 || len > kMaxMessage) {
-      Lose(s, client ? "pg_bad_frontend_message" : "pg_bad_backend_message");
+      Lose(dir, client ? "pg_bad_frontend_message" : "pg_bad_backend_message");
       return 0;
     }
     size_t body = len - 4;
@@ -270,6 +312,8 @@ class PostgresDecoder final : public StreamDecoder {
   std::deque<Pending> pending_;
   std::unordered_map<std::string, std::string> statements_;  // name -> op
   uint32_t next_token_ = 0;
+  FallbackSink fallback_sink_;
+  std::unique_ptr<StreamDecoder> fallback_;  // the generic rule, once lost
 };
 
 // A startup packet (SSLRequest, StartupMessage 3.0), or a simple query.

@@ -67,12 +67,12 @@ TEST(CaptureCliTest, ReadsAPcapIntoATraceWithNanosecondTimes) {
   EXPECT_NE(t.find("#meta source=capture files=1"), std::string::npos) << t;
   // Each call carries its operation (field 7, after an empty pathid); the
   // return carries its call's.
-  EXPECT_NE(t.find("1700000000.123456789\tCALL\t192.168.1.10\t192.168.1.20\t4294967296\t-\t"
-                   "http:GET:/{n}\n"),
+  EXPECT_NE(t.find("1700000000.123456789\tCALL\t192.168.1.10\t"
+                   "192.168.1.20\t4294967296\t-\thttp:GET:/{n}\n"),
             std::string::npos)
       << t;
-  EXPECT_NE(t.find("1700000000.125456789\tRET\t192.168.1.20\t192.168.1.10\t4294967296\t-\t"
-                   "http:GET:/{n}\n"),
+  EXPECT_NE(t.find("1700000000.125456789\tRET\t192.168.1.20\t"
+                   "192.168.1.10\t4294967296\t-\thttp:GET:/{n}\n"),
             std::string::npos)
       << t;
   EXPECT_EQ(CountLines(t, "\tCALL\t"), 3u);

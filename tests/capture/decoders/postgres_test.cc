@@ -87,7 +87,7 @@ TEST(Postgres, ReturnIsTheFirstResponseMessageAndErrorsAnswerToo) {
   EXPECT_EQ(sink.CallOps(), "pg:DELETE:t pg:BEGIN");
 }
 
-TEST(Postgres, TlsAndGarbageStopDecodingCounted) {
+TEST(Postgres, TlsStopsDecodingGarbageAndHolesFallBackToTheGenericRule) {
   RecordingSink sink;
   auto d = FindDecoder("pg")->make_stream(sink);
   d->OnData(kC, 1, AsBytes(Untyped(80877103, "")));
@@ -95,14 +95,26 @@ TEST(Postgres, TlsAndGarbageStopDecodingCounted) {
   d->OnData(kC, 3, AsBytes("\x16\x03\x01 tls bytes"));
   EXPECT_EQ(sink.events.size(), 0u);
   EXPECT_EQ(sink.count("pg_encrypted"), 1u);
+  // Bytes that are not PostgreSQL (another protocol on the port): counted,
+  // and the generic turn-taking rule takes the connection over.
   RecordingSink sink2;
   auto d2 = FindDecoder("pg")->make_stream(sink2);
   d2->OnData(kC, 1, AsBytes(Msg('Q', Cstr("SELECT 1"))));
-  d2->OnData(kC, 2, AsBytes("\x01garbage and more"));
-  d2->OnGap(kS, 10);
-  EXPECT_EQ(sink2.count("pg_bad_frontend_message"), 1u);
-  EXPECT_EQ(sink2.count("pg_gap"), 1u);
-  EXPECT_EQ(sink2.Kinds(trace::Kind::kCall), 1u);
+  d2->OnData(kS, 2, AsBytes(Msg('T', "") + "rrrr not a message"));
+  d2->OnData(kC, 3, AsBytes("PING\r\n"));
+  d2->OnData(kS, 4, AsBytes("PONG\r\n"));
+  EXPECT_EQ(sink2.count("pg_bad_backend_message"), 1u);
+  EXPECT_EQ(sink2.Summary(), "C0@1 R0@2 M@2 C2147483649@3 R2147483649@4");
+  EXPECT_EQ(sink2.CallOps(), "pg:SELECT generic:PING");
+  // A hole outside a body: the same.
+  RecordingSink sink3;
+  auto d3 = FindDecoder("pg")->make_stream(sink3);
+  d3->OnData(kC, 1, AsBytes(Msg('Q', Cstr("SELECT 1"))));
+  d3->OnGap(kS, 10);
+  d3->OnData(kC, 2, AsBytes(Msg('Q', Cstr("SELECT 2"))));
+  d3->OnData(kS, 3, AsBytes("anything"));
+  EXPECT_EQ(sink3.count("pg_gap"), 1u);
+  EXPECT_EQ(sink3.Summary(), "C0@1 C2147483649@2 R2147483649@3");
 }
 
 TEST(PostgresProbe, StartupOrSimpleQuery) {
