@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "trace/timestamp.h"
+
 namespace bbprof::maketrace {
 
 using trace::Kind;
@@ -137,16 +139,20 @@ void Generator::PopTop(std::vector<Event>& heap) {
   if (!heap.empty()) SiftDown(heap);
 }
 
+Status Generator::TooLate() {
+  return Status::Error(
+      "the trace would run past the year 2116 (the last timestamp the trace "
+      "format holds): lower the length or raise the tracelets' rates");
+}
+
 bool Generator::MayStart(TimeNs ts) {
   if (end_ns_ != 0 && ts >= end_ns_) return false;
-  if (ts > kMaxStartNs) {
-    // An instance spans at most 4e18 ns (1000 steps of at most 2e15 ns,
-    // twice), so starting later could overflow int64 nanoseconds.
-    if (status_.ok()) {
-      status_ = Status::Error(
-          "the trace would run past the year 2128 (its timestamps would "
-          "overflow): lower the length or raise the tracelets' rates");
-    }
+  if (ts > trace::kMaxTimeNs) {
+    // Starting later would be past the trace format's range. An instance
+    // spans at most 4e18 ns (1000 steps of at most 2e15 ns, twice), so one
+    // that starts within it cannot overflow int64 nanoseconds; Next()
+    // stops at its first message past the range.
+    if (status_.ok()) status_ = TooLate();
     return false;
   }
   if (message_limit_ != 0 && generated_ >= message_limit_) return false;
@@ -320,6 +326,12 @@ bool Generator::Next(Message* out) {
     } else {
       const Event ev = heap_.front();
       if (!NextFromSlot(ev, out)) continue;
+    }
+    if (out->ts_ns > trace::kMaxTimeNs) {
+      // Past the trace format's range (trace/timestamp.h); every writer would
+      // refuse the record, so say why in the configuration's terms.
+      status_ = TooLate();
+      return false;
     }
     if (stats_.messages == 0) stats_.first_ns = out->ts_ns;
     stats_.last_ns = out->ts_ns;

@@ -127,6 +127,8 @@ class Generator {
   // Starts an instance or emits one-way noise; true if *out was filled.
   bool HandleStart(const Event& ev, Message* out);
   bool MayStart(trace::TimeNs ts);
+  // The error for a trace that would run past trace::kMaxTimeNs.
+  static Status TooLate();
   // Generates one instance of tracelet `t` starting at `ts`; returns its end.
   trace::TimeNs StartInstance(uint32_t t, trace::TimeNs ts);
   trace::TimeNs GenCall(const CStep& s, trace::NodeId caller,
@@ -159,7 +161,6 @@ class Generator {
   uint64_t message_limit_ = 0;
   GeneratorStats stats_;
   Status status_;
-  static constexpr trace::TimeNs kMaxStartNs = 5'000'000'000'000'000'000;
   static constexpr size_t kMaxSlots = size_t{1} << 24;  // Event::index bits
 };
 

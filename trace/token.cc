@@ -43,6 +43,8 @@ const char* KindName(TokenKind kind) {
       return "callid";
     case TokenKind::kPathid:
       return "pathid";
+    case TokenKind::kOp:
+      return "op";
   }
   return "token";
 }
@@ -71,6 +73,7 @@ bool IsValidUtf8(std::string_view s) {
 std::string CheckToken(std::string_view s, TokenKind kind) {
   const char* what = KindName(kind);
   const bool node = kind == TokenKind::kNodeName;
+  const bool reserved = node || kind == TokenKind::kOp;
   if (s.empty()) return std::string("empty ") + what;
   if (!node && s == "-") {
     return std::string(what) + " '-' (that spelling means unknown)";
@@ -87,7 +90,7 @@ std::string CheckToken(std::string_view s, TokenKind kind) {
       return std::string(what) + " " + EscapeForMessage(s) +
              " contains whitespace or control byte " + HexByte(u);
     }
-    if (node && (c == '(' || c == ')' || c == ',' || c == ';')) {
+    if (reserved && (c == '(' || c == ')' || c == ',' || c == ';')) {
       return std::string(what) + " " + EscapeForMessage(s) +
              " contains reserved character '" + c + "'";
     }

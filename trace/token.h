@@ -3,8 +3,9 @@
 // input checks and the binary reader, so that whatever one form accepts the
 // other carries: valid UTF-8 (text traces are UTF-8, and the JSON results
 // that echo names must be), no whitespace or control bytes, and for node
-// names 1 to 255 bytes and none of "( ) , ;". A callid or pathid is never
-// "-" (that spelling means "unknown") and at most kMaxTokenBytes long.
+// names 1 to 255 bytes and none of "( ) , ;". A callid, pathid or op is never
+// "-" (that spelling means "unknown") and at most kMaxTokenBytes long; an op
+// has none of "( ) , ;" either.
 //
 // Messages about a bad token never echo raw control bytes or invalid UTF-8:
 // EscapeForMessage writes them as \xNN.
@@ -23,7 +24,9 @@ inline constexpr size_t kMaxNodeNameBytes = 255;
 // tokens of this size, two names and a timestamp do.
 inline constexpr size_t kMaxTokenBytes = 16 * 1024;
 
-enum class TokenKind { kNodeName, kCallid, kPathid };
+// kOp is field 7 of the text form (the operation a call asks for): like a
+// callid, but without "( ) , ;" (its decoders percent-encode those).
+enum class TokenKind { kNodeName, kCallid, kPathid, kOp };
 
 // True if `s` is well-formed UTF-8 (no overlong forms, no surrogates, at
 // most U+10FFFF).

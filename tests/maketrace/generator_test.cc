@@ -520,8 +520,9 @@ TEST(GeneratorTest, RefusesToOverflowTimestamps) {
   Result<RunSummary> r = RunMaketrace(*d, o);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
-            "big.conf: the trace would run past the year 2128 (its timestamps "
-            "would overflow): lower the length or raise the tracelets' rates");
+            "big.conf: the trace would run past the year 2116 (the last "
+            "timestamp the trace format holds): lower the length or raise the "
+            "tracelets' rates");
   EXPECT_EQ(ReadFile(dir.File("t.trace")), "");
 }
 

@@ -75,6 +75,24 @@ TEST(SkewerCliTest, RemoveIgnoresOffsetsForNodesNotInTheTrace) {
   EXPECT_TRUE(std::filesystem::exists(dir.File("r.trace")));
 }
 
+// Issue 16, defect 9: a seconds flag beyond the timestamp range said "must
+// be a number of seconds"; it says out of range, with the range.
+TEST(SkewerCliTest, SecondsFlagsOutOfRangeSayTheRange) {
+  TempDir dir;
+  std::string out;
+  const std::string t = dir.Write("t.trace", "1.0 CALL A B 1\n1.1 RET B A 1\n");
+  EXPECT_EQ(RunCli("merge " + t + " -o " + dir.File("m.trace") + " --dedup-window 1e300", &out),
+            2);
+  EXPECT_NE(out.find("--dedup-window '1e300' is out of range (at most 4611686018.427387903 "
+                     "seconds either way)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(RunCli("merge " + t + " -o " + dir.File("m.trace") + " --dedup-window soon", &out),
+            2);
+  EXPECT_NE(out.find("--dedup-window 'soon' is not a number of seconds"), std::string::npos)
+      << out;
+}
+
 TEST(SkewerCliTest, UsageErrorsNameTheProblem) {
   TempDir dir;
   std::string out;

@@ -30,6 +30,11 @@ TEST(TokenTest, OneRuleForNamesCallidsAndPathids) {
             "");  // reserved: names only
   EXPECT_EQ(CheckToken("f(x)", TokenKind::kNodeName),
             "node name 'f(x)' contains reserved character '('");
+  EXPECT_EQ(CheckToken("http:GET:/item/{n}", TokenKind::kOp), "");
+  EXPECT_EQ(CheckToken("f(x)", TokenKind::kOp),
+            "op 'f(x)' contains reserved character '('");
+  EXPECT_EQ(CheckToken("-", TokenKind::kOp),
+            "op '-' (that spelling means unknown)");
   EXPECT_EQ(CheckToken("", TokenKind::kNodeName), "empty node name");
   EXPECT_EQ(CheckToken("-", TokenKind::kPathid),
             "pathid '-' (that spelling means unknown)");
