@@ -52,8 +52,8 @@ int Run(std::span<const std::string> args) {
       ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv");
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   cl.SetEpilog(
-      "Without --json, a text report goes to standard output; with --json -, the\n"
-      "JSON goes there instead.\n\n"
+      "Without --json, a text report goes to standard output; with --json - (or\n"
+      "--requests -), the JSON (the requests) goes there instead.\n\n"
       "Examples:\n"
       "  bbprof nest run.trace --top 10\n"
       "  bbprof nest run.bbt --json result.json --sort total-latency\n"
@@ -131,9 +131,8 @@ int Run(std::span<const std::string> args) {
                     "' from its name (.jaeger.json, .otlp.json, .chrome.json, "
                     ".perfetto.json, .csv, .tsv); give --requests-format");
     }
-    if (rpath == "-" && !(cl.Has("json") && cl.Get<std::string>("json") != "-")) {
-      return cl.UsageError(
-          "--requests - and the report would both go to standard output; give --json FILE");
+    if (rpath == "-" && cl.Has("json") && cl.Get<std::string>("json") == "-") {
+      return cl.UsageError("--requests - and --json - cannot both go to standard output");
     }
   }
 
@@ -219,7 +218,11 @@ int Run(std::span<const std::string> args) {
       return cl.Fail(s);
     }
   }
-  if (!json_to_stdout) std::cout << nesting::ResultToText(*result) << std::flush;
+  // Standard output holds one document: the JSON, the requests or the report.
+  const bool requests_to_stdout = cl.Has("requests") && cl.Get<std::string>("requests") == "-";
+  if (!json_to_stdout && !requests_to_stdout) {
+    std::cout << nesting::ResultToText(*result) << std::flush;
+  }
   return kExitOk;
 }
 

@@ -409,8 +409,15 @@ TEST(RequestExportTest, FormatFlagAndErrors) {
                    &out),
             2);
   EXPECT_EQ(RunCli("nest " + t + " -q --requests-format jaeger", &out), 2);
-  EXPECT_EQ(RunCli("nest " + t + " --requests - --requests-format csv", &out),
+  EXPECT_EQ(RunCli("nest " + t + " --requests - --requests-format csv --json -",
+                   &out),
             2);
+  // --requests - replaces the report on standard output.
+  ASSERT_EQ(
+      RunCli("nest " + t + " -q --requests - --requests-format csv", &out), 0)
+      << out;
+  EXPECT_EQ(out.rfind("trace_id,start,", 0), 0u) << out;
+  EXPECT_EQ(out.find("most time added"), std::string::npos) << out;
   EXPECT_EQ(
       RunCli("nest " + t + " -q --requests " + dir.File("no/such/dir/x.csv"),
              &out),
