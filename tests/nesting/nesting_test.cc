@@ -247,6 +247,21 @@ TEST(NestingTest, FcfsGivesEachCallTheOldestOpenCallIntoItsNode) {
   EXPECT_EQ(d->calls[2].parent, 0u);  // c1: p1 is the oldest open
   EXPECT_EQ(d->calls[3].parent, 0u);  // c2: p1 still
   EXPECT_EQ(d->calls[4].parent, 1u);  // c3: p1 has returned, p2 is open
+  // A window also admits p1 after it returned; a call open when c was made
+  // still comes first.
+  const std::string path2 =
+      dir.Write("fcfs2.trace",
+                "0.000 CALL A B p1\n0.004 RET B A p1\n0.005 CALL A B p2\n0.006 "
+                "CALL B C c\n"
+                "0.007 RET C B c\n0.010 RET B A p2\n");
+  p.skew_auto = false;
+  p.skew_window = 3'000'000;
+  auto reader3 = trace::OpenTraceReader(path2);
+  ASSERT_TRUE(reader3.ok());
+  auto w = RunNestingDetailed(**reader3, p);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->calls.size(), 3u);
+  EXPECT_EQ(w->calls[2].parent, 1u);  // p2, not the earlier but returned p1
   // The model spreads c1 and c2 over p1 and p2 (the overlap penalty).
   auto reader2 = trace::OpenTraceReader(path);
   ASSERT_TRUE(reader2.ok());
