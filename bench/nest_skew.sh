@@ -7,8 +7,9 @@
 # 'bbprof eval' (bench/lib/nest_eval.sh). Skew is added with 'bbprof skewer'
 # (every message stamped by its sender's clock). Markdown table; not a test.
 # Usage: bench/nest_skew.sh [BBPROF] [WORKDIR]
-#   env: SAMPLES (default "multitier-normal petstore-normal"), SEED (1),
-#        COLUMNS (default: all)
+#   env: SAMPLES (default "multitier-normal petstore-normal"; async-fanin has
+#        its own scenarios), SEED (1), COLUMNS (default "auto w0 w0.0001
+#        w0.0003 w0.001 w0.003 fcfs paper"; also wX for any X, notimeline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${1:-build/release/cli/bbprof}
@@ -27,6 +28,10 @@ scenarios() {
       echo "1ms, 4 nodes|--offset WS1=-0.001 --offset WS2=0.0008 --offset AP2=-0.001 --offset DB=0.0005"
       echo "2ms, 4 nodes + 2ppm drift|--offset WS1=-0.002 --offset AUTH=0.0015 --offset AP1=-0.0007 --offset DB=-0.002 --drift AP2=2"
       ;;
+    async-fanin)
+      echo "none|"
+      echo "1ms, 3 nodes|--offset COMPOSE=-0.001 --offset STORE=0.0008 --offset FE=0.0005"
+      ;;
     *)
       echo "none|"
       echo "50us, 2 nodes|--offset TheShoppingClientController=-0.00005 --offset CatalogEJB=0.00005"
@@ -44,6 +49,7 @@ flags() {
     w*) echo "--skew-window ${1#w}" ;;
     fcfs) echo "--assign fcfs" ;;
     paper) echo "--refine-passes 0 --timeline-passes 0" ;;
+    notimeline) echo "--timeline-passes 0" ;;
   esac
 }
 

@@ -717,10 +717,21 @@ class Engine {
   // passes (see "Timeline scoring" below; `--timeline-passes 0` is off).
   void FindNestedPairs() {
     if (params_.assign == Assign::kFcfs) {
-      // Candidates are in call order: the first is the oldest still open.
+      // Candidates are in call order: the first one open when the call was
+      // made is the oldest. Only if none was (a window admitted parents
+      // that start later or had returned), the earliest candidate.
       for (uint32_t child = 0; child < pairs_.size(); ++child) {
         const Pair& c = pairs_[child];
-        if (c.cand_end != c.cand_begin) Attach(child, cands_[c.cand_begin]);
+        if (c.cand_end == c.cand_begin) continue;
+        uint32_t pick = cands_[c.cand_begin];
+        for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+          const Pair& p = pairs_[cands_[k]];
+          if (p.call <= c.call && p.ret >= c.call) {
+            pick = cands_[k];
+            break;
+          }
+        }
+        Attach(child, pick);
       }
       return;
     }

@@ -172,7 +172,7 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
 // The default works skew windows out from the trace. A's clock is 1 ms
 // fast, so each of 50 calls B->C seems to start 0.8 ms before the call A->B
 // that caused it: every child misses its parent at the start, by 0.8 ms,
-// and the edge B->C gets a start window just above that (no end window).
+// and the edge B->C gets a start window of twice that (no end window).
 TEST(NestingTest, AutomaticSkewWindowNestsChildrenStampedBeforeTheirParents) {
   std::string t;
   char line[128];
@@ -198,9 +198,9 @@ TEST(NestingTest, AutomaticSkewWindowNestsChildrenStampedBeforeTheirParents) {
   EXPECT_EQ(r->skew[0].caller, "B");
   EXPECT_EQ(r->skew[0].callee, "C");
   EXPECT_EQ(r->skew[0].missed, 50u);
-  EXPECT_NEAR(r->skew[0].start_window_s, 0.00088, 1e-6);
+  EXPECT_NEAR(r->skew[0].start_window_s, 0.0016, 1e-6);
   EXPECT_EQ(r->skew[0].end_window_s, 0.0);
-  EXPECT_NEAR(trace::NsToSeconds(r->params.skew_window), 0.00088, 1e-6);
+  EXPECT_NEAR(trace::NsToSeconds(r->params.skew_window), 0.0016, 1e-6);
   // A clean trace gets no window: the automatic mode changes nothing there.
   auto clean = NestText(
       "0.000 CALL A B p1\n0.001 CALL B C c1\n0.002 RET C B c1\n0.003 RET B A "
@@ -218,8 +218,8 @@ TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
   std::vector<trace::TimeNs> spread;
   for (int i = 1; i <= 100; ++i) spread.push_back(i * 10'000);  // 10 us .. 1 ms
   spread.push_back(9'000'000);  // one lost parent, far away
-  // The 99th percentile of 101 misses is the 100th value, 1 ms; plus 10%.
-  EXPECT_EQ(ChooseSkewWindow(spread, 1000), 1'100'000);
+  // The 99th percentile of 101 misses is the 100th value, 1 ms; twice it.
+  EXPECT_EQ(ChooseSkewWindow(spread, 1000), 2'000'000);
   std::vector<trace::TimeNs> huge(10, 50'000'000);
   EXPECT_EQ(ChooseSkewWindow(huge, 10), kAutoSkewCap);
 }
@@ -247,6 +247,21 @@ TEST(NestingTest, FcfsGivesEachCallTheOldestOpenCallIntoItsNode) {
   EXPECT_EQ(d->calls[2].parent, 0u);  // c1: p1 is the oldest open
   EXPECT_EQ(d->calls[3].parent, 0u);  // c2: p1 still
   EXPECT_EQ(d->calls[4].parent, 1u);  // c3: p1 has returned, p2 is open
+  // A window also admits p1 after it returned; a call open when c was made
+  // still comes first.
+  const std::string path2 =
+      dir.Write("fcfs2.trace",
+                "0.000 CALL A B p1\n0.004 RET B A p1\n0.005 CALL A B p2\n0.006 "
+                "CALL B C c\n"
+                "0.007 RET C B c\n0.010 RET B A p2\n");
+  p.skew_auto = false;
+  p.skew_window = 3'000'000;
+  auto reader3 = trace::OpenTraceReader(path2);
+  ASSERT_TRUE(reader3.ok());
+  auto w = RunNestingDetailed(**reader3, p);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->calls.size(), 3u);
+  EXPECT_EQ(w->calls[2].parent, 1u);  // p2, not the earlier but returned p1
   // The model spreads c1 and c2 over p1 and p2 (the overlap penalty).
   auto reader2 = trace::OpenTraceReader(path);
   ASSERT_TRUE(reader2.ok());
