@@ -291,15 +291,19 @@ def request_accuracy(bbprof, trace, flags):
 
 
 def baselines(bbprof):
-    """nest configurations to compare: default, the paper's algorithm, and
-    first-come-first-served if this nest has it."""
-    configs = [("default", []), ("paper (--timeline-passes 0)", ["--timeline-passes", "0"]),
-               # What a user who knew the skew would set: the widest gap
-               # between two hosts' offsets (3.2 ms), rounded up.
+    """nest configurations to compare: default; the paper's algorithm as
+    published (no timeline passes, no skew window); a hand-set window just
+    above the widest offset gap (3.2 ms: what a user who knew the skew would
+    pass); and first-come-first-served if this nest has it."""
+    configs = [("default", []),
+               ("paper (--timeline-passes 0 --skew-window 0)",
+                ["--timeline-passes", "0", "--skew-window", "0"]),
                ("hand-set --skew-window 0.004", ["--skew-window", "0.004"])]
     help_text = subprocess.run([bbprof, "nest", "--help"], capture_output=True,
                                text=True).stdout
-    if "--fcfs" in help_text:
+    if "--assign" in help_text and "fcfs" in help_text:
+        configs.append(("fcfs (--assign fcfs)", ["--assign", "fcfs"]))
+    elif "--fcfs" in help_text:
         configs.append(("fcfs", ["--fcfs"]))
     return configs
 
