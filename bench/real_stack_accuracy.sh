@@ -5,8 +5,9 @@
 # Measures the saturation throughput of each route mix first, then runs 10%,
 # 30%, 60% and 85% of it; scores each capture as captured and skewed as if
 # taken on several hosts (offsets 50 us to 2 ms, drift), with default nest,
-# the paper's algorithm (--timeline-passes 0) and first-come-first-served if
-# this nest has --fcfs. Prints a markdown table (docs/benchmarks.md, "Real
+# the paper's algorithm (--timeline-passes 0 --skew-window 0), a hand-set
+# --skew-window 0.004 and first-come-first-served (--assign fcfs) if this nest
+# has it. Prints a markdown table (docs/benchmarks.md, "Real
 # stack accuracy"). Needs root (live capture). Keeps its captures in WORKDIR
 # when one is given.
 #   Usage: sudo bench/real_stack_accuracy.sh [WORKDIR]

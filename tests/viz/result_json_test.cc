@@ -43,12 +43,15 @@ TEST(ResultJsonTest, MalformedNestResultsNameTheirJsonPath) {
   EXPECT_EQ(ErrorOf(doc),
             "patterns[0].rank: too small (expected an integer >= 1)");
 
+  // Durations measured across two clocks (a skewed trace) may be negative.
   doc = Load("nest.json");
   doc["patterns"][0]["root"]["latency_s"]["mean"] = -0.5;
+  doc["patterns"][0]["root"]["children"][0]["own_time_s"] = -0.001;
+  doc["patterns"][0]["total_latency_s"] = -1;
+  EXPECT_EQ(ErrorOf(doc), "");
+  doc["patterns"][0]["root"]["latency_s"]["mean"] = "long";
   EXPECT_EQ(ErrorOf(doc),
-            "patterns[0].root.latency_s.mean: negative (expected a "
-            "non-negative number of "
-            "seconds)");
+            "patterns[0].root.latency_s.mean: wrong type (expected a number)");
 
   doc = Load("nest.json");
   doc["patterns"][0]["root"]["children"][0]["own_time_s"] = nullptr;
@@ -71,12 +74,6 @@ TEST(ResultJsonTest, MalformedNestResultsNameTheirJsonPath) {
   doc["patterns"][0]["root"]["latency_s"]["p99"] = "slow";
   EXPECT_EQ(ErrorOf(doc),
             "patterns[0].root.latency_s.p99: wrong type (expected a number)");
-
-  doc = Load("nest.json");
-  doc["patterns"][0]["total_latency_s"] = -1;
-  EXPECT_EQ(ErrorOf(doc),
-            "patterns[0].total_latency_s: negative (expected a non-negative "
-            "number of seconds)");
 }
 
 TEST(ResultJsonTest, MalformedConvolveResultsNameTheirJsonPath) {
