@@ -7,6 +7,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
+#include "cli/naming_flags.h"
 #include "nesting/evaluation.h"
 #include "trace/timestamp.h"
 
@@ -61,6 +62,15 @@ int Run(std::span<const std::string> args) {
     // Results from before refinement existed were made without it.
     params.refine_passes = p.value("refine_passes", 0);
     params.timeline_passes = p.value("timeline_passes", 0);
+    // Results from before operations and client folding grouped by node
+    // and kept clients apart.
+    params.group_by_op = p.value("group_by", std::string("node")) == "op";
+    params.op_keys = p.value("op_keys", false);
+    if (std::string why = ParseClientsFlag(p.value("clients", std::string("keep")),
+                                           &params.clients);
+        !why.empty()) {
+      return cl.Fail(result_path + ": bad \"params\": " + why);
+    }
   } catch (const nlohmann::json::exception& e) {
     return cl.Fail(result_path + ": bad \"params\": " + e.what());
   }

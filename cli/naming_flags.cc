@@ -108,12 +108,13 @@ bool ClientAddress(std::string_view name, capture::Endpoint* e) {
 std::string ParseClientsFlag(std::string_view text,
                              nesting::ClientFolding* out) {
   using Mode = nesting::ClientFolding::Mode;
+  out->spec = std::string(text);
   if (text == "fold") {
-    *out = {Mode::kFold, nullptr};
+    out->mode = Mode::kFold;
     return "";
   }
   if (text == "keep") {
-    *out = {Mode::kKeep, nullptr};
+    out->mode = Mode::kKeep;
     return "";
   }
   if (!text.starts_with("cidr:") || text.size() == 5) {

@@ -27,6 +27,9 @@ struct ClientFolding {
   };
   Mode mode = Mode::kFold;
   std::function<std::string(std::string_view client)> group;
+  // How it was asked for (`fold`, `keep`, `cidr:/24`), for the result's
+  // params, so that a result can be re-run the same way.
+  std::string spec = "fold";
 };
 
 // Per node id, the node it is named as once clients are folded (itself for

@@ -123,10 +123,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["timeline_passes"] = r.params.timeline_passes;
   p["group_by"] = r.params.group_by_op ? "op" : "node";
   p["op_keys"] = r.params.op_keys;
-  p["clients"] = r.params.clients.mode == ClientFolding::Mode::kFold ? "fold"
-                 : r.params.clients.mode == ClientFolding::Mode::kKeep
-                     ? "keep"
-                     : "group";
+  p["clients"] = r.params.clients.spec;
   j["patterns"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const auto& pat : r.patterns) {
