@@ -7,8 +7,7 @@ namespace bbprof::trace {
 namespace {
 
 bool Reserved(unsigned char u) {
-  return u <= 0x20 || u == 0x7f || u == '(' || u == ')' || u == ',' ||
-         u == ';';
+  return u <= 0x20 || u == 0x7f || u == '(' || u == ')' || u == ',' || u == ';';
 }
 
 }  // namespace
@@ -24,8 +23,9 @@ std::string CheckOpToken(std::string_view op) {
     if (Reserved(u)) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", u);
-      return std::string("op contains whitespace, a control byte or one of "
-                         "'( ) , ;' (byte ") +
+      return std::string(
+                 "op contains whitespace, a control byte or one of "
+                 "'( ) , ;' (byte ") +
              hex + ")";
     }
   }
@@ -47,7 +47,10 @@ std::string MakeOp(std::initializer_list<std::string_view> parts) {
     }
     for (char c : part) {
       auto u = static_cast<unsigned char>(c);
-      bool escape = Reserved(u) || u == '%';
+      // '[' and ']' are legal in a token but delimit an op in a path
+      // signature (`app[http:GET:/x]`, nesting/): encoded, an op never
+      // holds them, so a signature's ops read back unambiguously.
+      bool escape = Reserved(u) || u == '%' || u == '[' || u == ']';
       // Keep one byte for the '~' that marks a cut name.
       if (out.size() + (escape ? 3 : 1) > kMaxOpBytes - 1) {
         cut = true;

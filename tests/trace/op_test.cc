@@ -20,6 +20,8 @@ TEST(OpTest, PercentEncodesWhatATokenCannotHold) {
   std::string op = MakeOp({"http", "GET", "/a b(c),d;e%f\t\x01\x7f"});
   EXPECT_EQ(op, "http:GET:/a%20b%28c%29%2Cd%3Be%25f%09%01%7F");
   EXPECT_EQ(CheckOpToken(op), "");
+  // Brackets delimit ops in path signatures (node[op]).
+  EXPECT_EQ(MakeOp({"http", "GET", "/a[1]"}), "http:GET:/a%5B1%5D");
   // A lone "-" would read back as "no op".
   EXPECT_EQ(MakeOp({"-"}), "%2D");
 }
