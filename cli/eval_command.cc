@@ -66,8 +66,8 @@ int Run(std::span<const std::string> args) {
     // and kept clients apart.
     params.group_by_op = p.value("group_by", std::string("node")) == "op";
     params.op_keys = p.value("op_keys", false);
-    if (std::string why = ParseClientsFlag(p.value("clients", std::string("keep")),
-                                           &params.clients);
+    if (std::string why = ParseClientsFlag(
+            p.value("clients", std::string("keep")), &params.clients);
         !why.empty()) {
       return cl.Fail(result_path + ": bad \"params\": " + why);
     }

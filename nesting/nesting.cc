@@ -1029,9 +1029,8 @@ class Engine {
       uint32_t pi = cands_[k];
       const Pair& p = pairs_[pi];
       const int bin = scale_.Bin(c.call - p.call);
-      double score =
-          boards_[board_flat_.Find(BoardKey(pi, child))]
-                 [bin] * (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
+      double score = boards_[board_flat_.Find(BoardKey(pi, child))][bin] *
+                     (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
       score *= PenaltyFactor(p, c);
       if (score > best ||
           (score == best && p.call < pairs_[best_parent].call)) {
@@ -1152,7 +1151,8 @@ class Engine {
     }
     for (Pattern& pat : *patterns) {
       OrderForDisplay(&pat.root);
-      pat.signature = pat.caller + "->" + DisplaySignature(pat.root, params_.group_by_op);
+      pat.signature =
+          pat.caller + "->" + DisplaySignature(pat.root, params_.group_by_op);
     }
     return Status::Ok();
   }

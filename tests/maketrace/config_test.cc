@@ -175,13 +175,16 @@ TEST(ConfigTest, OperationsAndClients) {
             "'( ) , ;' (byte 0x28) in 'x(y)'");
   EXPECT_EQ(ErrorOf("duration 1s\ntracelet t\n  a -> b op=-\n"),
             "t.conf:3: op=: '-' is the absent op, not an op in '-'");
-  EXPECT_EQ(ErrorOf("duration 1s\ntracelet t style=message\n  a -> b op=x\n"),
-            "t.conf:3: op= is for rpc tracelets (an operation names what a call "
-            "asks for)");
-  EXPECT_EQ(ErrorOf("duration 1s\ntracelet t clients=0\n  a -> b\n"),
-            "t.conf:2: tracelet: clients= expects a count from 1 to 65534, not '0'");
+  EXPECT_EQ(
+      ErrorOf("duration 1s\ntracelet t style=message\n  a -> b op=x\n"),
+      "t.conf:3: op= is for rpc tracelets (an operation names what a call "
+      "asks for)");
+  EXPECT_EQ(
+      ErrorOf("duration 1s\ntracelet t clients=0\n  a -> b\n"),
+      "t.conf:2: tracelet: clients= expects a count from 1 to 65534, not '0'");
   EXPECT_EQ(ErrorOf("duration 1s\ntracelet t clients=70000\n  a -> b\n"),
-            "t.conf:2: tracelet: clients= expects a count from 1 to 65534, not '70000'");
+            "t.conf:2: tracelet: clients= expects a count from 1 to 65534, not "
+            "'70000'");
 }
 
 }  // namespace

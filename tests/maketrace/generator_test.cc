@@ -43,11 +43,10 @@ std::vector<Line> ReadAll(const std::string& path,
   if (!r.ok()) return out;
   trace::Record rec;
   while ((*r)->Next(rec)) {
-    out.push_back({rec.ts_ns, rec.kind,
-                   std::string((*r)->nodes().Name(rec.sender)),
-                   std::string((*r)->nodes().Name(rec.receiver)),
-                   std::string(rec.callid), std::string(rec.pathid),
-                   std::string(rec.op)});
+    out.push_back(
+        {rec.ts_ns, rec.kind, std::string((*r)->nodes().Name(rec.sender)),
+         std::string((*r)->nodes().Name(rec.receiver)), std::string(rec.callid),
+         std::string(rec.pathid), std::string(rec.op)});
   }
   EXPECT_TRUE((*r)->status().ok()) << (*r)->status().message();
   if (meta != nullptr) *meta = (*r)->meta();

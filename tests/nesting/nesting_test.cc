@@ -24,7 +24,8 @@ Params KeepClients() {
   return p;
 }
 
-Result<NestingResult> NestText(const std::string& text, Params params = KeepClients()) {
+Result<NestingResult> NestText(const std::string& text,
+                               Params params = KeepClients()) {
   static TempDir dir;
   static int n = 0;
   std::string path = dir.Write("t" + std::to_string(n++) + ".trace", text);
@@ -384,9 +385,10 @@ TEST(NestingTest, PatternsSplitByOperation) {
   auto r = NestText(kTwoOps);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->patterns.size(), 2u);
-  const Pattern* item = Find(*r,
-                             "c->nginx[http:GET:/item/{n}](app[http:GET:/item/{n}]"
-                             "(db[pg:SELECT:items]))");
+  const Pattern* item =
+      Find(*r,
+           "c->nginx[http:GET:/item/{n}](app[http:GET:/item/{n}]"
+           "(db[pg:SELECT:items]))");
   const Pattern* slow =
       Find(*r, "c->nginx[http:GET:/slow/{n}](app[http:GET:/slow/{n}])");
   ASSERT_NE(item, nullptr);
@@ -435,8 +437,10 @@ TEST(NestingTest, BracketsInAnOpAreEncodedInTheSignature) {
 // that is called is never folded, even when it also calls.
 TEST(NestingTest, ExternalClientsFoldIntoOneNode) {
   const char trace[] =
-      "1 CALL 10.0.0.1 WS 1\n2 CALL WS DB 1\n3 RET DB WS 1\n4 RET WS 10.0.0.1 1\n"
-      "10 CALL 10.0.1.2 WS 1\n11 CALL WS DB 2\n12 RET DB WS 2\n13 RET WS 10.0.1.2 1\n";
+      "1 CALL 10.0.0.1 WS 1\n2 CALL WS DB 1\n3 RET DB WS 1\n4 RET WS 10.0.0.1 "
+      "1\n"
+      "10 CALL 10.0.1.2 WS 1\n11 CALL WS DB 2\n12 RET DB WS 2\n13 RET WS "
+      "10.0.1.2 1\n";
   auto folded = NestText(trace, Params{});
   ASSERT_TRUE(folded.ok()) << folded.status().message();
   ASSERT_EQ(folded->patterns.size(), 1u);
