@@ -335,7 +335,10 @@ class Engine {
         p.call = rec.ts_ns;
         p.caller = rec.sender;
         p.callee = rec.receiver;
-        op_of_.push_back(InternOp(rec.op));
+        if (const uint32_t op = InternOp(rec.op); op != 0 || !op_of_.empty()) {
+          op_of_.resize(pairs_.size());  // this call's index
+          op_of_.push_back(op);
+        }
         if (params_.use_pathids) {
           if (rec.pathid.empty() && !rec.pathid_is_number) {
             return Status::Error(reader_.path() +
@@ -382,7 +385,10 @@ class Engine {
         if (it->second.empty()) open.erase(it);
         pairs_[idx].ret = rec.ts_ns;
         // A RET carries its CALL's op or none; a CALL without one takes it.
-        if (op_of_[idx] == 0 && !rec.op.empty()) op_of_[idx] = InternOp(rec.op);
+        if (OpOf(idx) == 0 && !rec.op.empty()) {
+          op_of_.resize(pairs_.size());
+          op_of_[idx] = InternOp(rec.op);
+        }
         ret_order_.push_back(idx);
       }
     }
@@ -429,15 +435,16 @@ class Engine {
   // a node id of its own (numbered after the real nodes, within the 21 bits
   // a scoreboard key gives each node; past them, the node alone).
   void KeyCallees() {
+    if (!params_.op_keys || op_of_.empty()) return;  // keyed by node alone
     key_callee_.resize(pairs_.size());
     std::unordered_map<uint64_t, NodeId> ids;
     auto next = static_cast<NodeId>(names_.size());
-    for (size_t i = 0; i < pairs_.size(); ++i) {
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
       const Pair& p = pairs_[i];
       key_callee_[i] = p.callee;
-      if (!params_.op_keys || op_of_[i] == 0) continue;
+      if (OpOf(i) == 0) continue;
       auto [it, inserted] =
-          ids.try_emplace(uint64_t{p.callee} << 32 | op_of_[i], next);
+          ids.try_emplace(uint64_t{p.callee} << 32 | OpOf(i), next);
       if (inserted) {
         if (next >= kMaxKeyedNode) {
           ids.erase(it);
@@ -449,12 +456,18 @@ class Engine {
     }
   }
   static constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
+  NodeId KeyedCallee(uint32_t i) const {
+    return key_callee_.empty() ? pairs_[i].callee : key_callee_[i];
+  }
+  // A call's op id (0: none). op_of_ stays empty until the first op, so a
+  // trace without ops costs nothing, and may end short of pairs_.
+  uint32_t OpOf(uint32_t i) const { return i < op_of_.size() ? op_of_[i] : 0; }
 
   // The scoreboard of child call `child` under candidate parent `parent`:
   // (A, B, C) of 5.1.1.2, B and C keyed with their ops (KeyCallees).
   uint64_t BoardKey(uint32_t parent, uint32_t child) const {
-    return TripleKey(pairs_[parent].caller, key_callee_[parent],
-                     key_callee_[child]);
+    return TripleKey(pairs_[parent].caller, KeyedCallee(parent),
+                     KeyedCallee(child));
   }
 
   // Beyond the paper: a call without a return (its return lost to the
@@ -750,9 +763,10 @@ class Engine {
     makes_calls_.assign(names_.size(), false);
     for (size_t i = 0; i < pairs_.size(); ++i) {
       const Pair& p = pairs_[i];
-      auto [it, inserted] = ids.try_emplace(
-          static_cast<uint64_t>(p.caller) << 32 | key_callee_[i],
-          static_cast<uint32_t>(ids.size()));
+      auto [it, inserted] =
+          ids.try_emplace(static_cast<uint64_t>(p.caller) << 32 |
+                              KeyedCallee(static_cast<uint32_t>(i)),
+                          static_cast<uint32_t>(ids.size()));
       if (ids.size() >= kReturn) return false;
       edge_of_[i] = it->second;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
@@ -1092,7 +1106,7 @@ class Engine {
                 return pairs_[a.pair].call < pairs_[b.pair].call;
               });
     out->key = names_[p.callee];
-    if (params_.group_by_op) AppendOp(op_names_[op_of_[idx]], &out->key);
+    if (params_.group_by_op) AppendOp(op_names_[OpOf(idx)], &out->key);
     if (!out->children.empty()) {
       out->key += '(';
       for (size_t i = 0; i < out->children.size(); ++i) {
@@ -1106,7 +1120,7 @@ class Engine {
 
   void Accumulate(const InstNode& inst, TimeNs parent_call, PatternNode* node) {
     const Pair& p = pairs_[inst.pair];
-    const std::string& op = op_names_[op_of_[inst.pair]];
+    const std::string& op = op_names_[OpOf(inst.pair)];
     if (node->node.empty()) {
       node->node = names_[p.callee];
       node->op = op;
@@ -1209,12 +1223,12 @@ class Engine {
   std::vector<uint32_t> ret_order_;
   std::vector<uint32_t> cands_;
   std::vector<uint32_t> root_pattern_;
-  // Operations: per pair its op's id into op_names_ (0: none, "").
+  // Operations: per pair its op's id into op_names_ (0: none, ""); see OpOf.
   std::vector<uint32_t> op_of_;
   // A deque: op_ids_ holds views of its strings, which must not move.
   std::deque<std::string> op_names_{std::string()};
   std::unordered_map<std::string_view, uint32_t> op_ids_;
-  std::vector<NodeId> key_callee_;  // see KeyCallees
+  std::vector<NodeId> key_callee_;  // see KeyCallees; empty: the callees
   std::unordered_map<uint64_t, size_t> board_index_;
   FlatIndex board_flat_;  // board_index_, for the lookups of BestParent
   std::vector<std::vector<double>> boards_;
