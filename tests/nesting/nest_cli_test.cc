@@ -333,6 +333,23 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
       << out;
   EXPECT_NE(out.find("\"2001:db8::1\""), std::string::npos) << out;
 
+  // IPv6 clients group by their own prefix length.
+  const std::string v6 =
+      dir.Write("v6.trace",
+                "1 CALL 2001:db8:1:2::5 S 1\n2 RET S 2001:db8:1:2::5 1\n"
+                "3 CALL 2001:db8:1:3::9 S 1\n4 RET S 2001:db8:1:3::9 1\n"
+                "5 CALL 10.1.2.3 S 1\n6 RET S 10.1.2.3 1\n");
+  ASSERT_EQ(RunCli("nest " + v6 + " --clients cidr:/16,/48 --json -", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"2001:db8:1::/48->S\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"10.1.0.0/16->S\""), std::string::npos) << out;
+  ASSERT_EQ(
+      RunCli("nest " + v6 + " --clients cidr:2001:db8:1:2::/64 --json -", &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("\"2001:db8:1:2::/64->S\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"clients->S\""), std::string::npos) << out;
+
   // Bad flags are usage errors (2); a names file that cannot be read or
   // parsed is bad input (1), named with its line.
   for (const char* bad :
