@@ -27,6 +27,7 @@
 #include "capture/reducer.h"
 #include "capture/trace_output.h"
 #include "cli/command_line.h"
+#include "cli/naming_flags.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::cli {
@@ -137,10 +138,6 @@ int Run(std::span<const std::string> args) {
       "no-promiscuous-mode,p", "do not put the interface in promiscuous mode")(
       "count,c", po::value<uint64_t>(), "stop after this many packets")(
       "list-interfaces,D", "list the interfaces libpcap can capture on")(
-      "granularity", po::value<std::string>()->default_value("host"),
-      "node names: host (IP address) or service (server IP:port, client IP)")(
-      "names", po::value<std::string>(),
-      "map file: 'ADDRESS|CIDR|IP:PORT NAME' per line (docs/capture.md)")(
       "decode", po::value<std::vector<std::string>>(),
       "force a decoder on a server port: tcp/8080=http, udp/5353=dns "
       "(repeatable; see --list-decoders)")(
@@ -162,6 +159,7 @@ int Run(std::span<const std::string> args) {
       "capture-host", po::value<std::string>(),
       "record in #meta which host this capture was taken on (for "
       "bbprof skewer --estimate)");
+  AddNamingFlags(cl, /*capture=*/true);
   cl.AddPositional("FILTER", "BPF filter words, as tcpdump takes them", 0, -1);
   cl.SetEpilog(
       "Examples:\n"
@@ -209,16 +207,10 @@ int Run(std::span<const std::string> args) {
   }
 
   capture::ReducerOptions ro;
-  if (!capture::ParseGranularity(cl.Get<std::string>("granularity"),
-                                 &ro.granularity)) {
-    return cl.UsageError("--granularity must be host or service, not '" +
-                         cl.Get<std::string>("granularity") + "'");
-  }
-  if (cl.Has("names")) {
-    auto map = capture::NameMap::Load(cl.Get<std::string>("names"));
-    if (!map.ok()) return cl.Fail(map.status());
-    ro.names = std::move(*map);
-  }
+  NamingFlags naming;
+  if (auto rc = ParseNamingFlags(cl, /*capture=*/true, &naming)) return *rc;
+  ro.granularity = naming.granularity;
+  ro.names = std::move(naming.names);
   if (cl.Has("decode")) {
     for (const std::string& d : cl.Get<std::vector<std::string>>("decode")) {
       capture::ForcedDecoder f;

@@ -10,6 +10,7 @@
 #include "base/atomic_file.h"
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
+#include "cli/naming_flags.h"
 #include "convolution/path_graph.h"
 #include "trace/binary_format.h"
 #include "trace/reader.h"
@@ -68,6 +69,7 @@ int Run(std::span<const std::string> args) {
       "a file in $TMPDIR, 16 bytes a message, and re-read from there); "
       "auto: memory up to 1048576 messages, else stream (standard input: "
       "memory)");
+  AddNamingFlags(cl, /*capture=*/false);
   cl.AddPositional("TRACE", "input trace ('-' for standard input)", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
 
@@ -128,12 +130,14 @@ int Run(std::span<const std::string> args) {
     return cl.UsageError("--search must be auto, memory or stream");
   }
 
+  NamingFlags naming;
+  if (auto rc = ParseNamingFlags(cl, /*capture=*/false, &naming)) return *rc;
   const std::string& path = cl.Positional("TRACE")[0];
   // Every pass of the streaming search reads the input afresh; one node
   // table keeps the node ids the same across them.
   auto nodes = std::make_shared<trace::NodeTable>();
   const convolution::ReaderFactory open = [&] {
-    return OpenAnalysisInput(path, {}, nodes);
+    return OpenNamedInput(path, {}, naming, nodes);
   };
   // A plain binary trace is re-read faster than a copy could be; anything
   // else (text, compressed, a capture, standard input) is spooled.

@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
+#include "cli/naming_flags.h"
 #include "nesting/evaluation.h"
 #include "nesting/result_eval.h"
 #include "trace/json_text.h"
@@ -85,6 +86,15 @@ int Run(std::span<const std::string> args) {
     }
     params.assign =
         assign == "fcfs" ? nesting::Assign::kFcfs : nesting::Assign::kModel;
+    // Results from before operations and client folding grouped by node
+    // and kept clients apart.
+    params.group_by_op = p.value("group_by", std::string("node")) == "op";
+    params.op_keys = p.value("op_keys", false);
+    if (std::string why = ParseClientsFlag(
+            p.value("clients", std::string("keep")), &params.clients);
+        !why.empty()) {
+      return cl.Fail(result_path + ": bad \"params\": " + why);
+    }
   } catch (const nlohmann::json::exception& e) {
     return cl.Fail(result_path + ": bad \"params\": " + e.what());
   }

@@ -9,6 +9,7 @@
 #include "base/atomic_file.h"
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
+#include "cli/naming_flags.h"
 #include "nesting/nesting.h"
 #include "nesting/output.h"
 #include "trace/json_text.h"
@@ -50,6 +51,12 @@ int Run(std::span<const std::string> args) {
       ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR")
       ("requests", po::value<std::string>(), "also write every request of the reported patterns (each root call with its inferred tree) to FILE; the format comes from the name (.jaeger.json, .otlp.json, .chrome.json, .perfetto.json, .csv, .tsv) or --requests-format")
       ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv");
+  // Operations, client folding and node names (issue 14).
+  cl.options().add_options()
+      ("group-by", po::value<std::string>()->default_value("op"), "split patterns by node and operation (op), or by node only (node)")
+      ("op-keys", po::value<std::string>()->default_value("on"), "key scoreboards and timeline edges by operation as well as node: on or off")
+      ("clients", po::value<std::string>()->default_value("fold"), "external clients (callers never called): fold into 'clients', keep, cidr:/N[,/M] or cidr:BLOCK,...");
+  AddNamingFlags(cl, /*capture=*/false);
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   cl.SetEpilog(
       "Without --json, a text report goes to standard output; with --json - (or\n"
@@ -135,11 +142,27 @@ int Run(std::span<const std::string> args) {
       return cl.UsageError("--requests - and --json - cannot both go to standard output");
     }
   }
+  const std::string group_by = cl.Get<std::string>("group-by");
+  if (group_by != "op" && group_by != "node") {
+    return cl.UsageError("--group-by must be op or node, not '" + group_by + "'");
+  }
+  params.group_by_op = group_by == "op";
+  const std::string op_keys = cl.Get<std::string>("op-keys");
+  if (op_keys != "on" && op_keys != "off") {
+    return cl.UsageError("--op-keys must be on or off, not '" + op_keys + "'");
+  }
+  params.op_keys = op_keys == "on";
+  if (std::string why = ParseClientsFlag(cl.Get<std::string>("clients"), &params.clients);
+      !why.empty()) {
+    return cl.UsageError(why);
+  }
+  NamingFlags naming;
+  if (auto rc = ParseNamingFlags(cl, /*capture=*/false, &naming)) return *rc;
 
   trace::ReaderOptions ropts;
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
   ropts.numeric_ids = true;
-  auto reader = OpenAnalysisInput(cl.Positional("TRACE")[0], ropts);
+  auto reader = OpenNamedInput(cl.Positional("TRACE")[0], ropts, naming);
   if (!reader.ok()) return cl.Fail(reader.status());
   // Per-request export needs every call's parent, times and labels; the
   // plain run keeps none of them.

@@ -6,6 +6,7 @@
 #include "base/atomic_file.h"
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
+#include "cli/naming_flags.h"
 #include "trace/stats.h"
 
 namespace bbprof::cli {
@@ -22,11 +23,14 @@ int Run(std::span<const std::string> args) {
   cl.options().add_options()
       ("json", po::value<std::string>(), "write the summary as JSON to FILE ('-' = standard output) instead of text")
       ("skip-bad-lines", "skip and count malformed lines instead of stopping");
+  AddNamingFlags(cl, /*capture=*/false);
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
+  NamingFlags naming;
+  if (auto rc = ParseNamingFlags(cl, /*capture=*/false, &naming)) return *rc;
   trace::ReaderOptions ropts;
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
-  auto reader = OpenAnalysisInput(cl.Positional("TRACE")[0], ropts);
+  auto reader = OpenNamedInput(cl.Positional("TRACE")[0], ropts, naming);
   if (!reader.ok()) return cl.Fail(reader.status());
   auto stats = trace::ComputeStats(**reader);
   if (!stats.ok()) return cl.Fail(stats.status());

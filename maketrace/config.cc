@@ -15,6 +15,7 @@
 
 #include "base/atomic_file.h"
 #include "trace/node_table.h"
+#include "trace/op.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::maketrace {
@@ -104,6 +105,8 @@ bool ParseRate(std::string_view s, double* out) {
 
 constexpr double kMaxDelayNs = 1e15;
 constexpr size_t kMaxSteps = 1000;
+// clients=N names clients 10.9.0.1 up to 10.9.255.254.
+constexpr uint64_t kMaxClients = 65534;
 
 // MEAN or MEAN±SD (also MEAN+-SD); SD may be a percentage of MEAN.
 std::string ParseDelay(std::string_view s, Delay* out) {
@@ -490,6 +493,14 @@ class Parser {
           return Error("tracelet: think=MIN..MAX needs MIN <= MAX");
         }
         closed = true;
+      } else if (k == "clients") {
+        uint64_t n;
+        if (!ParseCount(v, &n) || n == 0 || n > kMaxClients) {
+          return Error("tracelet: clients= expects a count from 1 to " +
+                       std::to_string(kMaxClients) + ", not '" +
+                       std::string(v) + "'");
+        }
+        t.clients = static_cast<uint32_t>(n);
       } else if (k == "rate") {
         if (!ParseRate(v, &t.rate_per_s) || t.rate_per_s <= 0) {
           return Error(
@@ -531,7 +542,7 @@ class Parser {
     if (arrow == std::string_view::npos) {
       return Error(
           "expected 'CALLER -> CALLEE [delay=D±SD] [proc=D±SD] "
-          "[parallel] [after-return] [weight=W]', not '" +
+          "[parallel] [after-return] [op=OP] [weight=W]', not '" +
           std::string(body) + "'");
     }
     std::string_view caller = Trim(body.substr(0, arrow));
@@ -584,10 +595,21 @@ class Parser {
                        std::string(v) + "'");
         }
         have_weight = true;
+      } else if (k == "op" && !bare) {
+        if (!rpc) {
+          return Error(
+              "op= is for rpc tracelets (an operation names what a call "
+              "asks for)");
+        }
+        std::string why = trace::CheckOpToken(v);
+        if (!why.empty()) {
+          return Error("op=: " + why + " in '" + std::string(v) + "'");
+        }
+        s.op = std::string(v);
       } else {
         return Error("unknown step setting '" + std::string(w[i]) +
                      "' (expected delay=D±SD, " +
-                     (rpc ? "proc=D±SD, parallel, after-return, " : "") +
+                     (rpc ? "proc=D±SD, parallel, after-return, op=OP, " : "") +
                      "or weight=W)");
       }
     }

@@ -41,6 +41,9 @@ struct Step {
   // returned (an asynchronous server: its reply goes out first, the call
   // it causes later), without holding that return back.
   bool after_return = false;
+  // RPC only: the operation the call asks for (trace field 7), written on
+  // the CALL and its RET; empty for none. A valid op token (trace/op.h).
+  std::string op;
   double weight = 1;  // roots only: choice among a tracelet's roots
   int line = 0;
   std::vector<Step> children;
@@ -59,6 +62,11 @@ struct Tracelet {
   // Open loop (when > 0): instances start as a Poisson stream of this rate
   // (per second), however many are already running.
   double rate_per_s = 0;
+  // When > 0: each instance's root caller is one of this many client
+  // addresses (10.9.0.1, 10.9.0.2, ...), picked per instance, instead of
+  // the caller written in the root step: many external clients, as a
+  // capture of real traffic sees them.
+  uint32_t clients = 0;
   std::vector<Step> roots;  // alternatives, one picked per instance by weight
   int line = 0;
 };

@@ -31,6 +31,7 @@ Generator::Generator(const Config& config, uint64_t seed,
     double w = 0;
     for (const Step& r : t.roots) {
       ct.roots.push_back(Compile(r, nodes));
+      if (t.clients > 0) ct.roots.back().callers = ClientPool(t.clients, nodes);
       w += r.weight;
       ct.cumulative_weight.push_back(w);
     }
@@ -82,9 +83,20 @@ Generator::CStep Generator::Compile(const Step& s, trace::NodeTable* nodes) {
   c.proc = s.proc;
   c.parallel = s.parallel;
   c.after_return = s.after_return;
+  c.op = s.op;
   for (const Step& child : s.children)
     c.children.push_back(Compile(child, nodes));
   return c;
+}
+
+std::vector<NodeId> Generator::ClientPool(uint32_t n, trace::NodeTable* nodes) {
+  std::vector<NodeId> pool;
+  pool.reserve(n);
+  for (uint32_t i = 1; i <= n; ++i) {
+    pool.push_back(nodes->Intern("10.9." + std::to_string(i >> 8) + "." +
+                                 std::to_string(i & 255)));
+  }
+  return pool;
 }
 
 void Generator::Push(TimeNs ts, EventType type, uint32_t index) {
@@ -211,7 +223,7 @@ TimeNs Generator::GenCall(const CStep& s, NodeId caller, TimeNs t_call,
   const uint64_t callid = NextCallid(caller, callee);
   auto order = static_cast<uint32_t>(slot.msgs.size());
   slot.msgs.push_back(
-      {t_call, order, caller, callee, Kind::kCall, false, false, callid});
+      {t_call, order, caller, callee, Kind::kCall, false, false, callid, s.op});
   TimeNs anchor = t_call;
   TimeNs group_end = anchor;
   bool in_group = false;
@@ -233,8 +245,8 @@ TimeNs Generator::GenCall(const CStep& s, NodeId caller, TimeNs t_call,
   const bool withheld = config_.timeout_probability > 0 &&
                         noise_rng_.Uniform() < config_.timeout_probability;
   order = static_cast<uint32_t>(slot.msgs.size());
-  slot.msgs.push_back(
-      {t_ret, order, callee, caller, Kind::kReturn, withheld, false, callid});
+  slot.msgs.push_back({t_ret, order, callee, caller, Kind::kReturn, withheld,
+                       false, callid, s.op});
   // Asynchronous children: sent `delay` after this call returned, each on
   // its own; they end the instance later but do not hold the return.
   for (const CStep& child : s.children) {
@@ -249,7 +261,7 @@ TimeNs Generator::GenMessage(const CStep& s, NodeId sender, TimeNs t_send,
   const NodeId receiver = Pick(s.callees);
   const auto order = static_cast<uint32_t>(slot.msgs.size());
   slot.msgs.push_back(
-      {t_send, order, sender, receiver, Kind::kMessage, false, false, 0});
+      {t_send, order, sender, receiver, Kind::kMessage, false, false, 0, {}});
   TimeNs end = t_send;
   for (const CStep& child : s.children) {
     end = std::max(
@@ -377,6 +389,7 @@ bool Generator::NextFromSlot(const Event& ev, Message* out) {
   out->duplicate = p.duplicate;
   out->callid = p.callid;
   out->pathid = slot.pathid;
+  out->op = p.op;
   if (p.duplicate) ++stats_.duplicates;
   return true;
 }
@@ -395,6 +408,7 @@ bool Generator::HandleStart(const Event& ev, Message* out) {
     out->duplicate = false;
     out->callid = 0;
     out->pathid = 0;
+    out->op = {};
     ++generated_;
     ++stats_.oneway_noise;
     Push(ev.ts_ns + std::max<TimeNs>(

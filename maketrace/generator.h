@@ -35,6 +35,9 @@ struct Message {
   bool duplicate = false;  // a retransmission added by the noise model
   uint64_t callid = 0;
   uint64_t pathid = 0;
+  // The call's operation (a CALL's and its RET's); empty for none. A view
+  // into the configuration, valid as long as it is.
+  std::string_view op;
 };
 
 struct GeneratorStats {
@@ -77,6 +80,7 @@ class Generator {
     Delay delay, proc;
     bool parallel = false;
     bool after_return = false;
+    std::string_view op;
     std::vector<CStep> children;
   };
   struct CTracelet {
@@ -93,6 +97,7 @@ class Generator {
     bool withheld;  // a timed-out return: counted, never handed out
     bool duplicate;
     uint64_t callid;
+    std::string_view op;
   };
   struct Slot {
     std::vector<Pending> msgs;
@@ -116,6 +121,9 @@ class Generator {
   };
 
   CStep Compile(const Step& s, trace::NodeTable* nodes);
+  // The root callers of a tracelet with clients=N: N client addresses.
+  static std::vector<trace::NodeId> ClientPool(uint32_t n,
+                                               trace::NodeTable* nodes);
   void Push(trace::TimeNs ts, EventType type, uint32_t index);
   static void SiftUp(std::vector<Event>& heap, size_t i);
   // Restores the heap after heap[0] grew later.
@@ -196,7 +204,6 @@ class SnifferModel {
   trace::TimeNs origin_ = 0;
   double busy_until_ = 0;  // ns since origin_
 };
-
 
 }  // namespace bbprof::maketrace
 

@@ -32,6 +32,7 @@ void ToRecord(const Message& m, trace::Record* rec) {
   rec->callid_number = m.callid;
   rec->pathid_is_number = m.pathid != 0;
   rec->pathid_number = m.pathid;
+  rec->op = m.op;
 }
 
 std::string HexHash(uint64_t h) {

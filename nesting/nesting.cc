@@ -246,6 +246,8 @@ class Engine {
                            "with ground truth (from maketrace, or capture "
                            "--truth-header)");
     }
+    FoldExternalClients();
+    KeyCallees();
     if (params_.impute_lost_returns) ImputeLostReturns();
     // Early returns (skew window) and assumed ones joined ret_order_ out of
     // return-time order: restore the order the candidate sweep relies on.
@@ -352,6 +354,10 @@ class Engine {
         p.call = rec.ts_ns;
         p.caller = rec.sender;
         p.callee = rec.receiver;
+        if (const uint32_t op = InternOp(rec.op); op != 0 || !op_of_.empty()) {
+          op_of_.resize(pairs_.size());  // this call's index
+          op_of_.push_back(op);
+        }
         // A call without a pathid (in a real capture: one whose protocol
         // carries no request id, as Redis) keeps pathid 0: no ground truth.
         if (params_.use_pathids &&
@@ -397,6 +403,11 @@ class Engine {
         it->second.pop_front();
         if (it->second.empty()) open.erase(it);
         pairs_[idx].ret = rec.ts_ns;
+        // A RET carries its CALL's op or none; a CALL without one takes it.
+        if (OpOf(idx) == 0 && !rec.op.empty()) {
+          op_of_.resize(pairs_.size());
+          op_of_[idx] = InternOp(rec.op);
+        }
         ret_order_.push_back(idx);
       }
     }
@@ -430,6 +441,69 @@ class Engine {
         std::string(rec.op), static_cast<uint32_t>(labels_->op_names.size()));
     if (inserted) labels_->op_names.push_back(it->first);
     labels_->ops.push_back(it->second);
+  }
+
+  uint32_t InternOp(std::string_view op) {
+    if (op.empty()) return 0;
+    auto it = op_ids_.find(op);
+    if (it != op_ids_.end()) return it->second;
+    op_names_.emplace_back(op);
+    const auto id = static_cast<uint32_t>(op_names_.size() - 1);
+    op_ids_.emplace(op_names_.back(), id);
+    return id;
+  }
+
+  // Beyond the paper: external clients fold into groups (client_folding.h),
+  // once calls are paired, since callids are per caller.
+  void FoldExternalClients() {
+    std::vector<bool> calls(names_.size(), false), called(names_.size(), false);
+    for (const Pair& p : pairs_) {
+      calls[p.caller] = true;
+      called[p.callee] = true;
+    }
+    const std::vector<uint32_t> to =
+        FoldClients(calls, called, params_.clients, &names_);
+    for (Pair& p : pairs_) p.caller = to[p.caller];
+  }
+
+  // The node a call's callee is keyed as in the scoreboards and timeline
+  // edges: the node itself, or with Params::op_keys the pair (node, op) as
+  // a node id of its own (numbered after the real nodes, within the 21 bits
+  // a scoreboard key gives each node; past them, the node alone).
+  void KeyCallees() {
+    if (!params_.op_keys || op_of_.empty()) return;  // keyed by node alone
+    key_callee_.resize(pairs_.size());
+    std::unordered_map<uint64_t, NodeId> ids;
+    auto next = static_cast<NodeId>(names_.size());
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      const Pair& p = pairs_[i];
+      key_callee_[i] = p.callee;
+      if (OpOf(i) == 0) continue;
+      auto [it, inserted] =
+          ids.try_emplace(uint64_t{p.callee} << 32 | OpOf(i), next);
+      if (inserted) {
+        if (next >= kMaxKeyedNode) {
+          ids.erase(it);
+          continue;
+        }
+        ++next;
+      }
+      key_callee_[i] = it->second;
+    }
+  }
+  static constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
+  NodeId KeyedCallee(uint32_t i) const {
+    return key_callee_.empty() ? pairs_[i].callee : key_callee_[i];
+  }
+  // A call's op id (0: none). op_of_ stays empty until the first op, so a
+  // trace without ops costs nothing, and may end short of pairs_.
+  uint32_t OpOf(uint32_t i) const { return i < op_of_.size() ? op_of_[i] : 0; }
+
+  // The scoreboard of child call `child` under candidate parent `parent`:
+  // (A, B, C) of 5.1.1.2, B and C keyed with their ops (KeyCallees).
+  uint64_t BoardKey(uint32_t parent, uint32_t child) const {
+    return TripleKey(pairs_[parent].caller, KeyedCallee(parent),
+                     KeyedCallee(child));
   }
 
   // Beyond the paper: a call without a return (its return lost to the
@@ -645,9 +719,8 @@ class Engine {
            static_cast<uint64_t>(c);
   }
 
-  std::vector<double>& Board(NodeId a, NodeId b, NodeId c) {
-    auto [it, inserted] =
-        board_index_.try_emplace(TripleKey(a, b, c), boards_.size());
+  std::vector<double>& Board(uint64_t key) {
+    auto [it, inserted] = board_index_.try_emplace(key, boards_.size());
     if (inserted) boards_.emplace_back(static_cast<size_t>(scale_.size()), 0.0);
     return boards_[it->second];
   }
@@ -664,7 +737,7 @@ class Engine {
       double weight = 1.0 / n;
       for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
         const Pair& p = pairs_[cands_[k]];
-        Board(p.caller, c.caller, c.callee)[scale_.Bin(c.call - p.call)] +=
+        Board(BoardKey(cands_[k], child))[scale_.Bin(c.call - p.call)] +=
             weight;
       }
     }
@@ -858,9 +931,10 @@ class Engine {
     makes_calls_.assign(names_.size(), false);
     for (size_t i = 0; i < pairs_.size(); ++i) {
       const Pair& p = pairs_[i];
-      auto [it, inserted] = ids.try_emplace(
-          static_cast<uint64_t>(p.caller) << 32 | p.callee,
-          static_cast<uint32_t>(ids.size()));
+      auto [it, inserted] =
+          ids.try_emplace(static_cast<uint64_t>(p.caller) << 32 |
+                              KeyedCallee(static_cast<uint32_t>(i)),
+                          static_cast<uint32_t>(ids.size()));
       if (ids.size() >= kAfterReturn) return false;
       edge_of_[i] = it->second;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
@@ -1152,9 +1226,8 @@ class Engine {
       uint32_t pi = cands_[k];
       const Pair& p = pairs_[pi];
       const int bin = scale_.Bin(c.call - p.call);
-      double score =
-          boards_[board_flat_.Find(TripleKey(p.caller, c.caller, c.callee))]
-                 [bin] * (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
+      double score = boards_[board_flat_.Find(BoardKey(pi, child))][bin] *
+                     (params_.raw_bin_scores ? 1.0 : inv_width_[bin]);
       score *= PenaltyFactor(p, c);
       if (score > best ||
           (score == best && p.call < pairs_[best_parent].call)) {
@@ -1216,6 +1289,7 @@ class Engine {
                 return pairs_[a.pair].call < pairs_[b.pair].call;
               });
     out->key = names_[p.callee];
+    if (params_.group_by_op) AppendOp(op_names_[OpOf(idx)], &out->key);
     if (!out->children.empty()) {
       out->key += '(';
       for (size_t i = 0; i < out->children.size(); ++i) {
@@ -1229,9 +1303,14 @@ class Engine {
 
   void Accumulate(const InstNode& inst, TimeNs parent_call, PatternNode* node) {
     const Pair& p = pairs_[inst.pair];
+    const std::string& op = op_names_[OpOf(inst.pair)];
     if (node->node.empty()) {
       node->node = names_[p.callee];
+      node->op = op;
       node->children.resize(inst.children.size());
+    } else if (op != node->op && !node->op_mixed) {
+      node->op_mixed = true;  // grouped by node only: no one op to name
+      node->op.clear();
     }
     if (!p.imputed) node->latency.Add(p.ret - p.call);
     node->call_delay.Add(p.call - parent_call);
@@ -1269,7 +1348,8 @@ class Engine {
     }
     for (Pattern& pat : *patterns) {
       OrderForDisplay(&pat.root);
-      pat.signature = pat.caller + "->" + DisplaySignature(pat.root);
+      pat.signature =
+          pat.caller + "->" + DisplaySignature(pat.root, params_.group_by_op);
     }
     return Status::Ok();
   }
@@ -1285,13 +1365,32 @@ class Engine {
                      });
   }
 
-  static std::string DisplaySignature(const PatternNode& n) {
+  // A node's op in a signature: `node[op]`. An op holds none of "( ) , ;"
+  // (trace/op.h); '[' and ']' are percent-encoded here (MakeOp already does
+  // it), so the op of a signature's node is what follows its last '['.
+  static void AppendOp(const std::string& op, std::string* out) {
+    if (op.empty()) return;
+    out->push_back('[');
+    for (char ch : op) {
+      if (ch == '[') {
+        *out += "%5B";
+      } else if (ch == ']') {
+        *out += "%5D";
+      } else {
+        out->push_back(ch);
+      }
+    }
+    out->push_back(']');
+  }
+
+  static std::string DisplaySignature(const PatternNode& n, bool with_ops) {
     std::string s = n.node;
+    if (with_ops) AppendOp(n.op, &s);
     if (!n.children.empty()) {
       s += '(';
       for (size_t i = 0; i < n.children.size(); ++i) {
         if (i) s += ',';
-        s += DisplaySignature(n.children[i]);
+        s += DisplaySignature(n.children[i], with_ops);
       }
       s += ')';
     }
@@ -1312,6 +1411,12 @@ class Engine {
   std::vector<EdgeSkew> skew_;
   CallLabels* labels_;  // null unless asked for
   std::unordered_map<std::string, uint32_t> op_index_;
+  // Operations: per pair its op's id into op_names_ (0: none, ""); see OpOf.
+  std::vector<uint32_t> op_of_;
+  // A deque: op_ids_ holds views of its strings, which must not move.
+  std::deque<std::string> op_names_{std::string()};
+  std::unordered_map<std::string_view, uint32_t> op_ids_;
+  std::vector<NodeId> key_callee_;  // see KeyCallees; empty: the callees
   std::unordered_map<uint64_t, size_t> board_index_;
   FlatIndex board_flat_;  // board_index_, for the lookups of BestParent
   std::vector<std::vector<double>> boards_;

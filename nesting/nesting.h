@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "nesting/client_folding.h"
 #include "nesting/histogram.h"
 #include "trace/reader.h"
 
@@ -77,10 +78,26 @@ struct Params {
   // Evaluation only ("cheating" as in section 7.5.1): candidate parents must
   // carry the child's ground-truth pathid, which yields the true paths.
   bool use_pathids = false;
+  // Operations (trace field 7, issue 14). Patterns split by the operation
+  // of every call (false: by node only, as the paper does).
+  bool group_by_op = true;
+  // Scoreboards (5.1.1.2) and timeline edges keyed by the operation of the
+  // calls as well as their nodes: (A, B:op, C:op) instead of (A, B, C), so
+  // that two operations served by one node, with different children and
+  // delays, are learned apart (measured in docs/nesting.md). Changes
+  // nothing on a trace without ops.
+  bool op_keys = true;
+  // External clients folded (see client_folding.h).
+  ClientFolding clients;
 };
 
 struct PatternNode {
   std::string node;
+  // The operation of the calls into this node, as the trace names it
+  // (field 7); empty when unknown or, grouped by node only, when the
+  // pattern's instances do not all agree on one.
+  std::string op;
+  bool op_mixed = false;    // (grouped by node) instances carry several ops
   LogHistogram latency;     // call into this node to its return
   LogHistogram call_delay;  // call into the parent to the call into this node
   std::vector<PatternNode> children;  // display order: mean call delay, name
@@ -94,7 +111,7 @@ struct Pattern {
   // shape two ways when their delay estimates differ; evaluation compares
   // shapes.
   std::string shape;
-  std::string caller;
+  std::string caller;  // the root call's caller (after client folding)
   PatternNode root;
   uint64_t count = 0;
   double total_latency_s = 0;

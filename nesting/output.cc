@@ -22,15 +22,21 @@ nlohmann::ordered_json SummaryJson(const LogHistogram& h) {
   return j;
 }
 
-nlohmann::ordered_json NodeJson(const PatternNode& n, const std::string* caller) {
+nlohmann::ordered_json NodeJson(const PatternNode& n,
+                                const std::string* caller) {
   nlohmann::ordered_json j;
   j["node"] = n.node;
+  // The node's operation; null when unknown (or, grouped by node only,
+  // when its instances carry several).
+  j["op"] =
+      n.op.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(n.op);
   if (caller != nullptr) j["caller"] = *caller;
   j["latency_s"] = SummaryJson(n.latency);
   j["call_delay_s"] = SummaryJson(n.call_delay);
   j["own_time_s"] = OwnTimeSeconds(n);
   j["children"] = nlohmann::ordered_json::array();
-  for (const auto& c : n.children) j["children"].push_back(NodeJson(c, nullptr));
+  for (const auto& c : n.children)
+    j["children"].push_back(NodeJson(c, nullptr));
   return j;
 }
 
@@ -57,8 +63,9 @@ void FindCulprit(const PatternNode& n, const PatternNode** best, double* own) {
 }
 
 void TextNode(const PatternNode& n, int depth, std::ostringstream& out) {
-  out << "  " << std::string(static_cast<size_t>(depth) * 4, ' ') << n.node
-      << "  latency " << FormatSeconds(n.latency.mean_s());
+  out << "  " << std::string(static_cast<size_t>(depth) * 4, ' ') << n.node;
+  if (!n.op.empty()) out << " [" << n.op << "]";
+  out << "  latency " << FormatSeconds(n.latency.mean_s());
   if (depth > 0) out << "  call delay " << FormatSeconds(n.call_delay.mean_s());
   out << "  own " << FormatSeconds(OwnTimeSeconds(n)) << "\n";
   for (const auto& c : n.children) TextNode(c, depth + 1, out);
@@ -134,6 +141,9 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["refine_passes"] = r.params.refine_passes;
   p["timeline_passes"] = r.params.timeline_passes;
   p["assign"] = r.params.assign == Assign::kFcfs ? "fcfs" : "model";
+  p["group_by"] = r.params.group_by_op ? "op" : "node";
+  p["op_keys"] = r.params.op_keys;
+  p["clients"] = r.params.clients.spec;
   j["patterns"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const auto& pat : r.patterns) {
@@ -173,7 +183,8 @@ std::string ResultToText(const NestingResult& r) {
   }
   int rank = 0;
   for (const auto& pat : r.patterns) {
-    double mean = pat.count ? pat.total_latency_s / static_cast<double>(pat.count) : 0;
+    double mean =
+        pat.count ? pat.total_latency_s / static_cast<double>(pat.count) : 0;
     out << "\n#" << ++rank << "  " << pat.signature << "\n";
     std::snprintf(buf, sizeof buf,
                   "  count %llu, total latency %.3f s, mean latency %s\n",

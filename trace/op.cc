@@ -9,13 +9,17 @@ namespace bbprof::trace {
 namespace {
 
 bool Reserved(unsigned char u) {
-  return u <= 0x20 || u == 0x7f || u == '(' || u == ')' || u == ',' ||
-         u == ';';
+  return u <= 0x20 || u == 0x7f || u == '(' || u == ')' || u == ',' || u == ';';
 }
 
-// MakeOp also escapes every non-ASCII byte: a URL or statement may hold any
-// bytes, and an op must be valid UTF-8 like every token of the format.
-bool Escaped(unsigned char u) { return Reserved(u) || u == '%' || u >= 0x80; }
+// MakeOp also escapes every non-ASCII byte (a URL or statement may hold any
+// bytes, and an op must be valid UTF-8 like every token of the format), and
+// '[' and ']': legal in a token, but they delimit an op in a path signature
+// (`app[http:GET:/x]`, nesting/), so encoded an op never holds them and a
+// signature's ops read back unambiguously.
+bool Escaped(unsigned char u) {
+  return Reserved(u) || u == '%' || u >= 0x80 || u == '[' || u == ']';
+}
 
 }  // namespace
 
@@ -30,8 +34,9 @@ std::string CheckOpToken(std::string_view op) {
     if (Reserved(u)) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02x", u);
-      return std::string("op contains whitespace, a control byte or one of "
-                         "'( ) , ;' (byte ") +
+      return std::string(
+                 "op contains whitespace, a control byte or one of "
+                 "'( ) , ;' (byte ") +
              hex + ")";
     }
   }

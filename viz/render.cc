@@ -37,6 +37,7 @@ using nlohmann::json;
 // A node of a nesting pattern (spec: patterns[].root, recursively).
 struct PatternNode {
   std::string name;
+  std::string op;  // the node's operation; empty when unknown
   double latency_s = 0;
   double call_delay_s = 0;
   std::vector<PatternNode> children;
@@ -64,6 +65,12 @@ Status ParseNode(const json& j, const std::string& path, bool is_root,
   }
   if (!j.is_object()) return FieldError(path, "an object", "wrong type");
   VIZ_ASSIGN(out->name, GetString(j, path, "node"));
+  // "op" came later (issue 14): absent or null in older results.
+  if (auto op = j.find("op"); op != j.end() && !op->is_null()) {
+    if (!op->is_string())
+      return FieldError(path + ".op", "a string or null", "wrong type");
+    out->op = op->get<std::string>();
+  }
   const json* lat;
   VIZ_ASSIGN(lat, Member(j, path, "latency_s", "an object"));
   VIZ_ASSIGN(out->latency_s, GetNumber(*lat, path + ".latency_s", "mean"));
@@ -394,13 +401,18 @@ void AddPatternNodes(Canvas* cv, const PatternNode& n, Agnode_t* parent,
   std::string id = prefix + "-n" + std::to_string((*counter)++);
   Agnode_t* node = cv->Node(id);
   Canvas::Set(node, "id", id);
-  Canvas::Set(node, "label",
-              EscapeLabel(n.name) + "\\n" + FormatDuration(n.latency_s));
+  // The operation goes under the node's name: two operations of one node
+  // are two boxes of one name.
+  const std::string op_line = n.op.empty() ? "" : "\\n" + EscapeLabel(n.op);
+  Canvas::Set(
+      node, "label",
+      EscapeLabel(n.name) + op_line + "\\n" + FormatDuration(n.latency_s));
   double share = path_latency > 0 ? n.own_s / path_latency : 0;
-  Canvas::Set(node, "tooltip",
-              EscapeLabel(n.name) + ": latency " + FormatDuration(n.latency_s) +
-                  ", own time " + FormatDuration(n.own_s) + " (" +
-                  Percent(share) + " of the path)");
+  Canvas::Set(
+      node, "tooltip",
+      EscapeLabel(n.name) + (n.op.empty() ? "" : " " + EscapeLabel(n.op)) +
+          ": latency " + FormatDuration(n.latency_s) + ", own time " +
+          FormatDuration(n.own_s) + " (" + Percent(share) + " of the path)");
   if (options.highlight) {
     Canvas::Set(node, "style", "filled");
     Canvas::Set(node, "fillcolor", FillFor(share));

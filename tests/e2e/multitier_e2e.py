@@ -180,7 +180,9 @@ def main():
             print("note: the kernel dropped packets:\n" + cap_log)
 
         result = os.path.join(work, "result.json")
-        out = subprocess.run([bbprof, "nest", trace, "--json", result],
+        # The names map calls the client "client": kept, not folded into
+        # "clients", so the signatures below name it.
+        out = subprocess.run([bbprof, "nest", trace, "--json", result, "--clients", "keep"],
                              capture_output=True, text=True)
         print(out.stdout[:3000])
         if out.returncode != 0:

@@ -94,10 +94,10 @@ TEST(ConfigTest, ErrorsNameTheLineAndWhatWasExpected) {
             "t.conf:3: tab in indentation (indent with spaces)");
   EXPECT_EQ(ErrorOf(head + "  a b\n"),
             "t.conf:3: expected 'CALLER -> CALLEE [delay=D±SD] [proc=D±SD] "
-            "[parallel] [after-return] [weight=W]', not 'a b'");
+            "[parallel] [after-return] [op=OP] [weight=W]', not 'a b'");
   EXPECT_EQ(ErrorOf(head + "  a -> b fast\n"),
             "t.conf:3: unknown step setting 'fast' (expected delay=D±SD, "
-            "proc=D±SD, parallel, after-return, or weight=W)");
+            "proc=D±SD, parallel, after-return, op=OP, or weight=W)");
   EXPECT_EQ(ErrorOf(head + "tracelet u\n  a -> b\n"),
             "t.conf:2: tracelet 't' has no steps (expected indented lines "
             "'CALLER -> CALLEE ...' under it)");
@@ -154,6 +154,37 @@ TEST(ConfigTest, DurationUnits) {
   EXPECT_NE(ParseDuration("5", &ns), "");
   EXPECT_NE(ParseDuration("ms", &ns), "");
   EXPECT_NE(ParseDuration("3parsecs", &ns), "");
+}
+
+TEST(ConfigTest, OperationsAndClients) {
+  Result<Config> c = ParseConfig(
+      "duration 1s\n"
+      "tracelet t clients=50\n"
+      "  client -> web op=http:GET:/item/{n}\n"
+      "    -> db op=pg:SELECT:items\n"
+      "    -> cache\n",
+      "t.conf");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->tracelets[0].clients, 50u);
+  const Step& root = c->tracelets[0].roots[0];
+  EXPECT_EQ(root.op, "http:GET:/item/{n}");
+  EXPECT_EQ(root.children[0].op, "pg:SELECT:items");
+  EXPECT_EQ(root.children[1].op, "");
+  EXPECT_EQ(ErrorOf("duration 1s\ntracelet t\n  a -> b op=x(y)\n"),
+            "t.conf:3: op=: op contains whitespace, a control byte or one of "
+            "'( ) , ;' (byte 0x28) in 'x(y)'");
+  EXPECT_EQ(ErrorOf("duration 1s\ntracelet t\n  a -> b op=-\n"),
+            "t.conf:3: op=: '-' is the absent op, not an op in '-'");
+  EXPECT_EQ(
+      ErrorOf("duration 1s\ntracelet t style=message\n  a -> b op=x\n"),
+      "t.conf:3: op= is for rpc tracelets (an operation names what a call "
+      "asks for)");
+  EXPECT_EQ(
+      ErrorOf("duration 1s\ntracelet t clients=0\n  a -> b\n"),
+      "t.conf:2: tracelet: clients= expects a count from 1 to 65534, not '0'");
+  EXPECT_EQ(ErrorOf("duration 1s\ntracelet t clients=70000\n  a -> b\n"),
+            "t.conf:2: tracelet: clients= expects a count from 1 to 65534, not "
+            "'70000'");
 }
 
 }  // namespace

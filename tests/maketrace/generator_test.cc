@@ -32,7 +32,7 @@ constexpr double kZ = 5;
 struct Line {
   TimeNs ts;
   Kind kind;
-  std::string sender, receiver, callid, pathid;
+  std::string sender, receiver, callid, pathid, op;
 };
 
 std::vector<Line> ReadAll(const std::string& path,
@@ -43,10 +43,10 @@ std::vector<Line> ReadAll(const std::string& path,
   if (!r.ok()) return out;
   trace::Record rec;
   while ((*r)->Next(rec)) {
-    out.push_back({rec.ts_ns, rec.kind,
-                   std::string((*r)->nodes().Name(rec.sender)),
-                   std::string((*r)->nodes().Name(rec.receiver)),
-                   std::string(rec.callid), std::string(rec.pathid)});
+    out.push_back(
+        {rec.ts_ns, rec.kind, std::string((*r)->nodes().Name(rec.sender)),
+         std::string((*r)->nodes().Name(rec.receiver)), std::string(rec.callid),
+         std::string(rec.pathid), std::string(rec.op)});
   }
   EXPECT_TRUE((*r)->status().ok()) << (*r)->status().message();
   if (meta != nullptr) *meta = (*r)->meta();
@@ -580,6 +580,37 @@ TEST(GeneratorTest, AddedDelaySampleDelaysOnlyWs2) {
   }
   ExpectGaussian(ws1, 2e6, 0.5e6, "WS1 gap");
   ExpectGaussian(ws2, 202e6, 0.5e6, "WS2 gap");
+}
+
+// op= names a call's operation on its CALL and its RET; clients=N spreads
+// the root caller over N addresses, each picked per instance.
+TEST(GeneratorTest, OperationsAndClientAddresses) {
+  TempDir dir;
+  Config c = MustParse(
+      "messages 4000\n"
+      "tracelet t instances=20 think=1ms..2ms clients=5\n"
+      "  client -> web proc=1ms op=http:GET:/item/{n}\n"
+      "    -> db delay=1ms proc=1ms op=pg:SELECT:items\n"
+      "    -> cache delay=1ms proc=1ms\n");
+  MustRun(c, dir.File("o.trace"));
+  std::set<std::string> clients;
+  size_t lines = 0;
+  for (const Line& l : ReadAll(dir.File("o.trace"))) {
+    ++lines;
+    const std::string& callee = l.kind == Kind::kCall ? l.receiver : l.sender;
+    const std::string& caller = l.kind == Kind::kCall ? l.sender : l.receiver;
+    if (callee == "web") {
+      EXPECT_EQ(l.op, "http:GET:/item/{n}");
+      clients.insert(caller);
+    } else if (callee == "db") {
+      EXPECT_EQ(l.op, "pg:SELECT:items");
+    } else {
+      EXPECT_EQ(l.op, "");
+    }
+  }
+  EXPECT_GT(lines, 4000u);
+  EXPECT_EQ(clients, (std::set<std::string>{"10.9.0.1", "10.9.0.2", "10.9.0.3",
+                                            "10.9.0.4", "10.9.0.5"}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "tests/util/run_cli.h"
@@ -24,10 +25,10 @@ TEST(NestCliTest, WritesReportAndJson) {
   std::string t = dir.Write("a.trace", kTrace);
   std::string out;
   ASSERT_EQ(RunCli("nest " + t + " --json " + dir.File("r.json"), &out), 0) << out;
-  EXPECT_NE(out.find("client->WS(DB)"), std::string::npos) << out;
+  EXPECT_NE(out.find("clients->WS(DB)"), std::string::npos) << out;
   EXPECT_NE(out.find("most time added by DB"), std::string::npos) << out;
   auto j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
-  EXPECT_EQ(j["patterns"][0]["signature"], "client->WS(DB)");
+  EXPECT_EQ(j["patterns"][0]["signature"], "clients->WS(DB)");
 }
 
 // Issue 16, defects 6 and 7: node names and callids that are not UTF-8 or
@@ -302,6 +303,196 @@ TEST(NestCliTest, BadFlagsAreUsageErrors) {
   EXPECT_EQ(RunCli("nest " + t + " --skew-window x", &out), 2);
   EXPECT_EQ(RunCli("nest " + t + " --smooth -1", &out), 2);
   EXPECT_EQ(RunCli("nest " + t + " --bogus", &out), 2);
+}
+
+// Issue 14: one node serving two operations (samples/two-operations.conf:
+// `GET /slow/{n}` sleeps 40 ms more in app and queries nothing) gives two
+// patterns with the 40 ms on app's own time; grouped by node only they
+// merge; eval re-runs with the result's grouping, so a result and its
+// re-run agree.
+TEST(NestCliTest, OperationsSplitPatternsEndToEnd) {
+  TempDir dir;
+  const std::string t = dir.File("two.bbt");
+  std::string out;
+  ASSERT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) +
+                       "/samples/two-operations.conf -q --duration 60s -o " + t,
+                   &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCli("nest " + t + " -q --json " + dir.File("r.json"), &out), 0)
+      << out;
+  auto j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
+  ASSERT_EQ(j["patterns"].size(), 2u) << j["patterns"].dump();
+  for (const auto& p : j["patterns"]) {
+    const auto& app = p["root"]["children"][0];
+    EXPECT_EQ(app["node"], "app");
+    if (p["signature"] ==
+        "clients->nginx[http:GET:/slow/{n}](app[http:GET:/slow/{n}])") {
+      EXPECT_EQ(app["op"], "http:GET:/slow/{n}");
+      EXPECT_NEAR(app["own_time_s"].get<double>(), 0.042, 0.002);
+    } else {
+      EXPECT_EQ(p["signature"],
+                "clients->nginx[http:GET:/item/{n}](app[http:GET:/item/"
+                "{n}](db[pg:SELECT:items]))");
+      // 1 ms before the db call and 2 ms after its return.
+      EXPECT_NEAR(app["own_time_s"].get<double>(), 0.003, 0.0005);
+    }
+  }
+  auto ev = NestAndEval(dir, t, "", "op");
+  EXPECT_EQ(ev["patterns"]["false_negatives"], 0);
+  EXPECT_LT(ev["instances"]["false_negative_rate"].get<double>(), 0.01);
+
+  ASSERT_EQ(
+      RunCli("nest " + t + " -q --group-by node --json " + dir.File("n.json"),
+             &out),
+      0)
+      << out;
+  auto n = nlohmann::json::parse(ReadFile(dir.File("n.json")));
+  // One pattern nginx(app) and one nginx(app(db)); no ops in signatures.
+  ASSERT_EQ(n["patterns"].size(), 2u);
+  EXPECT_EQ(n["params"]["group_by"], "node");
+  for (const auto& p : n["patterns"]) {
+    EXPECT_EQ(p["signature"].get<std::string>().find('['), std::string::npos);
+  }
+  auto evn = NestAndEval(dir, t, "--group-by node", "node");
+  EXPECT_EQ(evn["patterns"]["false_negatives"], 0);
+
+  // The picture shows each node's op under its name.
+  ASSERT_EQ(RunCli("render " + dir.File("r.json") + " -o " + dir.File("pics") +
+                       " --format dot",
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(ReadFile(dir.File("pics/pattern-001.dot")).find("http:GET:"),
+            std::string::npos);
+}
+
+// Issue 14: the many-client variant of multitier-normal (50 client
+// addresses) gives the same 8 patterns as the single-client sample once
+// clients are folded (the default); kept apart they multiply; grouped by
+// /24 they are one block.
+TEST(NestCliTest, ManyClientsFoldIntoTheSinglePatternSet) {
+  TempDir dir;
+  std::string out;
+  auto patterns = [&](const std::string& trace, const std::string& flags) {
+    EXPECT_EQ(RunCli("nest " + trace + " -q --json " + dir.File("p.json") +
+                         " " + flags,
+                     &out),
+              0)
+        << out;
+    std::set<std::string> sigs;
+    const auto doc = nlohmann::json::parse(ReadFile(dir.File("p.json")));
+    for (const auto& p : doc["patterns"]) {
+      sigs.insert(p["signature"].get<std::string>());
+    }
+    return sigs;
+  };
+  const std::string one = dir.File("one.bbt"), many = dir.File("many.bbt");
+  for (const auto& [conf, t] : {std::pair{"multitier-normal", one},
+                                std::pair{"multitier-many-clients", many}}) {
+    ASSERT_EQ(
+        RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) + "/samples/" +
+                   conf + ".conf -q --duration 100s -o " + t,
+               &out),
+        0)
+        << out;
+  }
+  const auto single = patterns(one, "");
+  EXPECT_EQ(single.size(), 8u);
+  EXPECT_EQ(patterns(many, ""), single);
+  EXPECT_GT(patterns(many, "--clients keep").size(), 100u);
+  std::set<std::string> blocks;
+  for (const std::string& s : patterns(many, "--clients cidr:/24")) {
+    blocks.insert(s.substr(0, s.find("->")));
+  }
+  EXPECT_EQ(blocks, std::set<std::string>{"10.9.0.0/24"});
+  // Listed blocks: the first 15 addresses are one block, the rest fold.
+  for (const std::string& s : patterns(many, "--clients cidr:10.9.0.0/28")) {
+    blocks.insert(s.substr(0, s.find("->")));
+  }
+  EXPECT_EQ(blocks,
+            (std::set<std::string>{"10.9.0.0/24", "10.9.0.0/28", "clients"}));
+}
+
+// The capture's naming at analysis time: --granularity host drops server
+// ports, --names renames addresses, CIDR blocks and IP:ports; the same
+// flags work for nest, stats and convolve.
+TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
+  TempDir dir;
+  const std::string t = dir.Write(
+      "s.trace",
+      "0.000 CALL 10.9.0.7 10.0.0.1:80 1\n0.001 CALL 10.0.0.1 10.0.0.2:5432 2\n"
+      "0.0035 RET 10.0.0.2:5432 10.0.0.1 2\n0.004 RET 10.0.0.1:80 10.9.0.7 1\n"
+      "0.010 MSG [2001:db8::1]:53 2001:db8::2 -\n");
+  const std::string map =
+      dir.Write("names.map", "10.0.0.1:80 web\n10.0.0.0/24 lan\n");
+  std::string out;
+  ASSERT_EQ(RunCli("nest " + t + " --json -", &out), 0) << out;
+  // As captured at service granularity, web's own calls leave from its
+  // address without a port: nest cannot see they are one node.
+  EXPECT_NE(out.find("\"clients->10.0.0.1:80\""), std::string::npos) << out;
+  ASSERT_EQ(RunCli("nest " + t + " --granularity host --json -", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"clients->10.0.0.1(10.0.0.2)\""), std::string::npos)
+      << out;
+  ASSERT_EQ(RunCli("nest " + t + " --names " + map + " --json -", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"clients->web\""), std::string::npos) << out;
+  // An IP:PORT entry wins at host granularity too, as in capture.
+  ASSERT_EQ(
+      RunCli("nest " + t + " --granularity host --names " + map + " --json -",
+             &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("\"clients->web\""), std::string::npos) << out;
+  const std::string blocks = dir.Write("blocks.map", "10.0.0.0/24 lan\n");
+  ASSERT_EQ(RunCli("nest " + t + " --granularity host --names " + blocks +
+                       " --json -",
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"clients->lan(lan)\""), std::string::npos) << out;
+  ASSERT_EQ(RunCli("stats " + t + " --granularity host --json -", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"2001:db8::1\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("[2001:db8::1]:53"), std::string::npos) << out;
+  ASSERT_EQ(RunCli("convolve " + t + " --granularity host --json -", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"2001:db8::1\""), std::string::npos) << out;
+
+  // IPv6 clients group by their own prefix length.
+  const std::string v6 =
+      dir.Write("v6.trace",
+                "1 CALL 2001:db8:1:2::5 S 1\n2 RET S 2001:db8:1:2::5 1\n"
+                "3 CALL 2001:db8:1:3::9 S 1\n4 RET S 2001:db8:1:3::9 1\n"
+                "5 CALL 10.1.2.3 S 1\n6 RET S 10.1.2.3 1\n");
+  ASSERT_EQ(RunCli("nest " + v6 + " --clients cidr:/16,/48 --json -", &out), 0)
+      << out;
+  EXPECT_NE(out.find("\"2001:db8:1::/48->S\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"10.1.0.0/16->S\""), std::string::npos) << out;
+  ASSERT_EQ(
+      RunCli("nest " + v6 + " --clients cidr:2001:db8:1:2::/64 --json -", &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("\"2001:db8:1:2::/64->S\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"clients->S\""), std::string::npos) << out;
+
+  // Bad flags are usage errors (2); a names file that cannot be read or
+  // parsed is bad input (1), named with its line.
+  for (const char* bad :
+       {"--group-by path", "--op-keys maybe", "--clients some",
+        "--clients cidr:/33", "--clients cidr:10.0.0.0/40",
+        "--clients cidr:", "--granularity port"}) {
+    EXPECT_EQ(RunCli("nest " + t + " " + bad, &out), 2) << bad << ": " << out;
+  }
+  EXPECT_EQ(RunCli("stats " + t + " --granularity port", &out), 2) << out;
+  EXPECT_EQ(RunCli("nest " + t + " --names " + dir.File("missing.map"), &out),
+            1)
+      << out;
+  const std::string broken =
+      dir.Write("broken.map", "10.0.0.1 web\nnot-an-address x\n");
+  EXPECT_EQ(RunCli("convolve " + t + " --names " + broken, &out), 1) << out;
+  EXPECT_NE(out.find("broken.map:2"), std::string::npos) << out;
 }
 
 }  // namespace

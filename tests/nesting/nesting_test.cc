@@ -18,7 +18,16 @@ namespace {
 
 using bbprof::testing::TempDir;
 
-Result<NestingResult> NestText(const std::string& text, Params params = {}) {
+// The paper's tests name their root callers (A, client): keep them apart
+// unless a test asks for folding.
+Params KeepClients() {
+  Params p;
+  p.clients.mode = ClientFolding::Mode::kKeep;
+  return p;
+}
+
+Result<NestingResult> NestText(const std::string& text,
+                               Params params = KeepClients()) {
   static TempDir dir;
   static int n = 0;
   std::string path = dir.Write("t" + std::to_string(n++) + ".trace", text);
@@ -104,7 +113,7 @@ TEST(NestingTest, OverlapPenaltySpreadsTiedChildrenOverParents) {
       "0.000 CALL A B p1\n0.000 CALL A B p2\n0.010 CALL B C c1\n"
       "0.010 CALL B C c2\n0.020 RET C B c1\n0.020 RET C B c2\n"
       "0.030 RET B A p1\n0.030 RET B A p2\n";
-  Params none;
+  Params none = KeepClients();
   none.penalty_overlap = 0;
   auto r0 = NestText(t, none);
   ASSERT_TRUE(r0.ok());
@@ -124,7 +133,7 @@ TEST(NestingTest, SkewWindowAdmitsAParentStampedAfterItsChild) {
   auto strict = NestText(t);
   ASSERT_TRUE(strict.ok());
   EXPECT_EQ(strict->patterns.size(), 2u);  // two separate roots
-  Params p;
+  Params p = KeepClients();
   p.skew_auto = false;
   p.skew_window = 5'000'000;  // 5 ms
   auto loose = NestText(t, p);
@@ -148,7 +157,7 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   EXPECT_EQ(strict->input.unmatched_calls, 1u);
   ASSERT_EQ(strict->patterns.size(), 1u);
   EXPECT_EQ(strict->patterns[0].signature, "A->B");
-  Params p;
+  Params p = KeepClients();
   p.skew_auto = false;
   p.skew_window = 10'000'000;  // 10 ms
   auto loose = NestText(t, p);
@@ -298,7 +307,7 @@ TEST(NestingTest, CallWithALostReturnKeepsItsChildren) {
   EXPECT_EQ(r->input.unfinished_roots, 1u);
   EXPECT_NEAR(with_child->root.latency.mean_s(), 0.010, 1e-4);
   EXPECT_NEAR(with_child->total_latency_s, 20 * 0.010, 1e-9);
-  Params paper;
+  Params paper = KeepClients();
   paper.impute_lost_returns = false;
   auto p = NestText(t, paper);
   ASSERT_TRUE(p.ok());
@@ -321,7 +330,7 @@ TEST(NestingTest, SignatureOrdersChildrenByMeanCallDelayThenName) {
 }
 
 TEST(NestingTest, SmoothingKeepsTheAnswerOnACleanTrace) {
-  Params p;
+  Params p = KeepClients();
   p.smooth_bins = 2;
   auto r = NestText(
       "0.000 CALL A B p1\n0.010 CALL A B p2\n0.030 CALL B C c1\n"
@@ -407,7 +416,7 @@ TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
       "m.trace",
       "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
       "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
-  Params raw;
+  Params raw = KeepClients();
   raw.raw_bin_scores = true;  // the paper's per-bin scores tie here
   auto ev = Evaluate(path, raw, EvalOptions{});
   ASSERT_TRUE(ev.ok());
@@ -463,6 +472,120 @@ TEST(NestingTest, EvaluationRanksBothSidesByCount) {
   ASSERT_EQ(ev->top_n.size(), 2u);
   EXPECT_EQ(ev->top_n[0].false_negatives, 0);
   EXPECT_EQ(ev->top_n[1].false_negatives, 0);
+}
+
+// Operations (trace field 7): one node serving two operations with
+// different children gives two patterns, each node named with its op;
+// grouped by node only, the two merge and the node's op is unknown.
+const char kTwoOps[] =
+    "1 CALL c nginx 1 - http:GET:/item/{n}\n"
+    "2 CALL nginx app 1 - http:GET:/item/{n}\n"
+    "3 CALL app db 1 - pg:SELECT:items\n"
+    "4 RET db app 1 - pg:SELECT:items\n"
+    "5 RET app nginx 1 - http:GET:/item/{n}\n"
+    "6 RET nginx c 1 - http:GET:/item/{n}\n"
+    "10 CALL c nginx 2 - http:GET:/slow/{n}\n"
+    "11 CALL nginx app 2 - http:GET:/slow/{n}\n"
+    "50 RET app nginx 2\n"
+    "51 RET nginx c 2\n";
+
+TEST(NestingTest, PatternsSplitByOperation) {
+  auto r = NestText(kTwoOps);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->patterns.size(), 2u);
+  const Pattern* item =
+      Find(*r,
+           "c->nginx[http:GET:/item/{n}](app[http:GET:/item/{n}]"
+           "(db[pg:SELECT:items]))");
+  const Pattern* slow =
+      Find(*r, "c->nginx[http:GET:/slow/{n}](app[http:GET:/slow/{n}])");
+  ASSERT_NE(item, nullptr);
+  ASSERT_NE(slow, nullptr);
+  EXPECT_EQ(item->root.op, "http:GET:/item/{n}");
+  EXPECT_EQ(item->root.children[0].children[0].op, "pg:SELECT:items");
+  // The RET without an op kept its CALL's.
+  EXPECT_EQ(slow->root.children[0].op, "http:GET:/slow/{n}");
+  EXPECT_DOUBLE_EQ(slow->root.children[0].latency.mean_s(), 39.0);
+  EXPECT_NE(item->shape, slow->shape);
+  auto j = ResultToJson(*r);
+  EXPECT_EQ(j["patterns"][0]["root"]["op"], item == &r->patterns[0]
+                                                ? "http:GET:/item/{n}"
+                                                : "http:GET:/slow/{n}");
+  EXPECT_EQ(j["params"]["group_by"], "op");
+}
+
+TEST(NestingTest, GroupByNodeMergesOperations) {
+  Params params = KeepClients();
+  params.group_by_op = false;
+  auto r = NestText(
+      "1 CALL c nginx 1 - http:GET:/a\n2 RET nginx c 1 - http:GET:/a\n"
+      "5 CALL c nginx 2 - http:GET:/b\n6 RET nginx c 2 - http:GET:/b\n"
+      "8 CALL c db 3 - pg:SELECT:t\n9 RET db c 3 - pg:SELECT:t\n",
+      params);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->patterns.size(), 2u);
+  EXPECT_EQ(r->patterns[0].signature, "c->nginx");
+  EXPECT_EQ(r->patterns[0].count, 2u);
+  EXPECT_EQ(r->patterns[0].root.op, "");  // two ops: none to name
+  EXPECT_EQ(r->patterns[1].signature, "c->db");
+  EXPECT_EQ(r->patterns[1].root.op, "pg:SELECT:t");  // one op: named
+  EXPECT_TRUE(ResultToJson(*r)["patterns"][0]["root"]["op"].is_null());
+}
+
+TEST(NestingTest, BracketsInAnOpAreEncodedInTheSignature) {
+  auto r = NestText("1 CALL c s 1 - x:[a]\n2 RET s c 1\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].signature, "c->s[x:%5Ba%5D]");
+  EXPECT_EQ(r->patterns[0].root.op, "x:[a]");
+}
+
+// External clients (callers never called) fold into one node by default,
+// so two client addresses give one pattern counting both requests; a node
+// that is called is never folded, even when it also calls.
+TEST(NestingTest, ExternalClientsFoldIntoOneNode) {
+  const char trace[] =
+      "1 CALL 10.0.0.1 WS 1\n2 CALL WS DB 1\n3 RET DB WS 1\n4 RET WS 10.0.0.1 "
+      "1\n"
+      "10 CALL 10.0.1.2 WS 1\n11 CALL WS DB 2\n12 RET DB WS 2\n13 RET WS "
+      "10.0.1.2 1\n";
+  auto folded = NestText(trace, Params{});
+  ASSERT_TRUE(folded.ok()) << folded.status().message();
+  ASSERT_EQ(folded->patterns.size(), 1u);
+  EXPECT_EQ(folded->patterns[0].signature, "clients->WS(DB)");
+  EXPECT_EQ(folded->patterns[0].count, 2u);
+  EXPECT_EQ(ResultToJson(*folded)["params"]["clients"], "fold");
+
+  auto kept = NestText(trace);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->patterns.size(), 2u);
+
+  Params grouped;
+  grouped.clients.mode = ClientFolding::Mode::kGroup;
+  grouped.clients.group = [](std::string_view name) {
+    return name.starts_with("10.0.0.") ? std::string("lan0") : std::string();
+  };
+  auto g = NestText(trace, grouped);
+  ASSERT_TRUE(g.ok());
+  ASSERT_EQ(g->patterns.size(), 2u);
+  EXPECT_TRUE(Find(*g, "lan0->WS(DB)") != nullptr);
+  EXPECT_TRUE(Find(*g, "10.0.1.2->WS(DB)") != nullptr);  // empty group: kept
+}
+
+TEST(NestingTest, FoldClientsNamesEachGroupOnceAsANewNode) {
+  std::vector<std::string> names = {"a", "clients", "b", "c"};
+  // a calls clients (a real node that is called), b and c are clients.
+  const std::vector<bool> calls = {true, true, true, true};
+  const std::vector<bool> called = {false, true, false, false};
+  ClientFolding how;
+  auto to = FoldClients(calls, called, how, &names);
+  ASSERT_EQ(names.size(), 5u);
+  EXPECT_EQ(names[4], "clients");
+  EXPECT_EQ(to, (std::vector<uint32_t>{4, 1, 4, 4}));
+  how.mode = ClientFolding::Mode::kKeep;
+  std::vector<std::string> names2 = {"a", "b"};
+  EXPECT_EQ(FoldClients({true, true}, {false, true}, how, &names2),
+            (std::vector<uint32_t>{0, 1}));
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ TEST(OpTest, PercentEncodesWhatATokenCannotHold) {
   EXPECT_EQ(CheckOpToken(op), "");
   EXPECT_EQ(MakeOp({"http", "GET", "/caf\xc3\xa9\xff"}),
             "http:GET:/caf%C3%A9%FF");
+  // Brackets delimit ops in path signatures (node[op]).
+  EXPECT_EQ(MakeOp({"http", "GET", "/a[1]"}), "http:GET:/a%5B1%5D");
   // A lone "-" would read back as "no op".
   EXPECT_EQ(MakeOp({"-"}), "%2D");
 }
