@@ -11,6 +11,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/interrupt.h"
+
 namespace bbprof {
 
 namespace {
@@ -38,6 +40,26 @@ Result<std::string> FollowLinks(const std::string& path) {
     p = std::move(target);
   }
   return Status::Error(path + ": too many levels of symbolic links");
+}
+
+// Gives the file open on `fd` the mode of `old` and, where the system lets
+// us (root, or a group we are in), its owner and group.
+void TakeModeAndOwner(int fd, const struct stat& old) {
+  mode_t mode = old.st_mode & 07777;
+  if (fchown(fd, old.st_uid, old.st_gid) != 0) {
+    // Not ours to give away: never hand set-id bits to another owner.
+    mode &= ~static_cast<mode_t>(S_ISUID | S_ISGID);
+    if (fchown(fd, static_cast<uid_t>(-1), old.st_gid) == 0) {
+      mode |= old.st_mode & S_ISGID;
+    }
+  }
+  fchmod(fd, mode);
+}
+
+std::string FolderOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 }  // namespace
@@ -115,15 +137,7 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path) {
   // file gets the usual umask-based mode.
   struct stat old {};
   if (target->exists && ::stat(f.final_path_.c_str(), &old) == 0) {
-    mode_t mode = old.st_mode & 07777;
-    if (fchown(fd, old.st_uid, old.st_gid) != 0) {
-      // Not ours to give away: never hand set-id bits to another owner.
-      mode &= ~static_cast<mode_t>(S_ISUID | S_ISGID);
-      if (fchown(fd, static_cast<uid_t>(-1), old.st_gid) == 0) {
-        mode |= old.st_mode & S_ISGID;
-      }
-    }
-    fchmod(fd, mode);
+    TakeModeAndOwner(fd, old);
   } else {
     mode_t mask = umask(0);
     umask(mask);
@@ -136,6 +150,8 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path) {
     return Status::Error(path + ": cannot open output file: " + ErrnoText());
   }
   std::setvbuf(f.file_, nullptr, _IOFBF, kBufferSize);
+  // Removed by the interrupt handler if SIGINT/SIGTERM comes first.
+  f.temp_handle_ = RegisterTempFile(tmpl);
   f.temp_path_ = std::move(tmpl);
   return f;
 }
@@ -145,9 +161,11 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
       final_path_(std::move(other.final_path_)),
       temp_path_(std::move(other.temp_path_)),
       file_(other.file_),
-      is_stdout_(other.is_stdout_) {
+      is_stdout_(other.is_stdout_),
+      temp_handle_(other.temp_handle_) {
   other.file_ = nullptr;
   other.temp_path_.clear();
+  other.temp_handle_ = -1;
 }
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
@@ -158,8 +176,10 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
     temp_path_ = std::move(other.temp_path_);
     file_ = other.file_;
     is_stdout_ = other.is_stdout_;
+    temp_handle_ = other.temp_handle_;
     other.file_ = nullptr;
     other.temp_path_.clear();
+    other.temp_handle_ = -1;
   }
   return *this;
 }
@@ -214,6 +234,8 @@ Status AtomicFile::Commit() {
     return Status::Error(path_ + ": cannot move output into place: " + err);
   }
   temp_path_.clear();
+  UnregisterTempFile(temp_handle_);
+  temp_handle_ = -1;
   return Status::Ok();
 }
 
@@ -224,6 +246,55 @@ void AtomicFile::Abandon() {
     ::unlink(temp_path_.c_str());
     temp_path_.clear();
   }
+  UnregisterTempFile(temp_handle_);
+  temp_handle_ = -1;
+}
+
+Status MoveOutputIntoPlace(const std::string& from, const std::string& to) {
+  Result<OutputTarget> target = ResolveOutput(to);
+  if (!target.ok()) return target.status();
+  if (target->kind != OutputTarget::Kind::kFile) {
+    return Status::Error(to + ": not a file " + from + " can be moved to");
+  }
+  struct stat old {};
+  if (target->exists && ::stat(target->path.c_str(), &old) == 0) {
+    int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      TakeModeAndOwner(fd, old);
+      ::close(fd);
+    }
+  }
+  if (std::rename(from.c_str(), target->path.c_str()) != 0) {
+    return Status::Error(to + ": cannot move " + from +
+                         " into place: " + ErrnoText());
+  }
+  return Status::Ok();
+}
+
+Status CheckOutputWritable(const std::string& path) {
+  struct stat st {};
+  std::string folder;
+  if (path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    folder = path;
+  } else {
+    Result<OutputTarget> target = ResolveOutput(path);
+    if (!target.ok()) return target.status();
+    if (target->kind == OutputTarget::Kind::kStdout) return Status::Ok();
+    if (target->kind == OutputTarget::Kind::kStream) {
+      if (::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0) {
+        return Status::Error(path + ": cannot write: " + ErrnoText());
+      }
+      return Status::Ok();
+    }
+    folder = FolderOf(target->path);
+  }
+  // A file is replaced through a temporary in its folder: the folder must
+  // take new files.
+  if (::faccessat(AT_FDCWD, folder.c_str(), W_OK | X_OK, AT_EACCESS) != 0) {
+    return Status::Error(path + ": cannot create files in folder " + folder +
+                         ": " + ErrnoText());
+  }
+  return Status::Ok();
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {

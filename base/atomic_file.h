@@ -71,6 +71,16 @@ struct OutputTarget {
 // An error for a folder, a block device, a socket or a link loop.
 Result<OutputTarget> ResolveOutput(const std::string& path);
 
+// Renames the finished file `from` over the output `to` by the same rule:
+// through links, keeping the mode (and owner) of the file it replaces. `from`
+// must be in the folder of `to`'s target (capture's OUT.partial is).
+Status MoveOutputIntoPlace(const std::string& from, const std::string& to);
+
+// Whether this process could write the output `path` (a file, device, FIFO,
+// "-", or a folder new files go into), checked before long work starts (e.g.
+// capture after dropping privileges). An error names the path and the cause.
+Status CheckOutputWritable(const std::string& path);
+
 // Writes a whole string to a file atomically.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
 

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/interrupt.h"
+
 namespace bbprof::trace {
 
 namespace {
@@ -29,6 +31,7 @@ class FileInput final : public InputStream {
   // Reads up to 4 bytes without consuming them.
   Result<std::string_view> Peek4() {
     while (peek_len_ < 4) {
+      if (!WaitReadable(fd_)) return Interrupted();
       ssize_t n = ::read(fd_, peek_ + peek_len_, 4 - peek_len_);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -49,6 +52,7 @@ class FileInput final : public InputStream {
       return n;
     }
     for (;;) {
+      if (!WaitReadable(fd_)) return Interrupted();
       ssize_t n = ::read(fd_, buf, size);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -61,6 +65,10 @@ class FileInput final : public InputStream {
   uint64_t raw_bytes_read() const override { return raw_; }
 
  private:
+  // A pipe that stays open would block a read for ever; a graceful
+  // interrupt (capture -r -) ends the wait instead (base/interrupt.h).
+  Status Interrupted() const { return Status::Error(path_ + ": interrupted"); }
+
   int fd_;
   bool owns_;
   std::string path_;

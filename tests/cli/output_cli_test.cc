@@ -5,18 +5,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tests/util/run_cli.h"
+#include "tests/util/spawn.h"
 #include "tests/util/temp_dir.h"
 
 namespace bbprof {
 namespace {
 
+using testing::Child;
 using testing::ReadFile;
 using testing::RunCli;
 using testing::TempDir;
+using testing::WaitFor;
+using namespace std::chrono_literals;
+
+// Names of the entries in `dir`, sorted.
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Whether `dir` holds a temporary of NAME with bytes in it.
+bool WritingStarted(const std::string& dir, const std::string& name) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::error_code ec;
+    if (e.path().filename().string().rfind(name + ".tmp.", 0) == 0 &&
+        std::filesystem::file_size(e.path(), ec) > 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 const std::string kSample =
     std::string(BBPROF_SOURCE_DIR) + "/samples/paper_example.trace";
@@ -24,6 +52,8 @@ const std::string kSample =
 TEST(OutputCliTest, ConvertToDevNullLeavesItACharacterDevice) {
   struct stat before {};
   ASSERT_EQ(::stat("/dev/null", &before), 0);
+  // Another program run as root may already have replaced it.
+  ASSERT_TRUE(S_ISCHR(before.st_mode)) << "/dev/null is not a character device before the test";
   std::string out;
   EXPECT_EQ(RunCli("convert " + kSample + " /dev/null", &out), 0) << out;
   EXPECT_EQ(RunCli("convert " + kSample + " /dev/null --format binary", &out),
@@ -57,6 +87,63 @@ TEST(OutputCliTest, DashIsStandardOutputForJsonResults) {
   ASSERT_EQ(RunCli("stats " + kSample + " --json - -q", &out), 0) << out;
   EXPECT_EQ(out.rfind("{", 0), 0u) << out;
   EXPECT_FALSE(std::filesystem::exists("-"));
+}
+
+// A long streaming writer interrupted after it started writing: exit 130, no
+// temporary left, the previous output untouched (issue 16, defect 4).
+void InterruptMaketrace(int sig, const std::string& name) {
+  TempDir dir;
+  const std::string out = dir.Write(name, "previous\n");
+  Child child({"maketrace",
+               std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-long.conf",
+               "-o", out, "-n", "100000000", "-q"},
+              -1, dir.File("log"));
+  ASSERT_TRUE(child.started());
+  ASSERT_TRUE(WaitFor([&] { return WritingStarted(dir.path(), name); }, 60s))
+      << ReadFile(dir.File("log"));
+  child.Signal(sig);
+  EXPECT_EQ(child.Wait(10s), 130) << ReadFile(dir.File("log"));
+  EXPECT_EQ(Entries(dir.path()), (std::vector<std::string>{"log", name}));
+  EXPECT_EQ(ReadFile(out), "previous\n");
+  EXPECT_NE(ReadFile(dir.File("log")).find("bbprof maketrace: interrupted"),
+            std::string::npos)
+      << ReadFile(dir.File("log"));
+}
+
+TEST(OutputCliTest, InterruptedMaketraceLeavesNoTemporaryOnSigint) {
+  InterruptMaketrace(SIGINT, "out.trace");
+}
+
+TEST(OutputCliTest, InterruptedMaketraceLeavesNoTemporaryOnSigterm) {
+  InterruptMaketrace(SIGTERM, "out.bbt.gz");
+}
+
+// convert and merge --sort stream the same way: interrupted mid-write.
+TEST(OutputCliTest, InterruptedConvertAndMergeLeaveNoTemporary) {
+  TempDir dir;
+  std::string log;
+  ASSERT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) +
+                       "/samples/multitier-long.conf -n 2000000 -q -o " +
+                       dir.File("big.bbt"),
+                   &log),
+            0)
+      << log;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"convert", dir.File("big.bbt"),
+                                 dir.File("out.trace.gz")},
+        std::vector<std::string>{"merge", "--sort", dir.File("big.bbt"), "-o",
+                                 dir.File("out.trace.gz")}}) {
+    Child child(args, -1, dir.File("log"));
+    ASSERT_TRUE(child.started());
+    ASSERT_TRUE(WaitFor(
+        [&] { return WritingStarted(dir.path(), "out.trace.gz"); }, 60s))
+        << args[0] << ": " << ReadFile(dir.File("log"));
+    child.Signal(SIGINT);
+    EXPECT_EQ(child.Wait(10s), 130)
+        << args[0] << ": " << ReadFile(dir.File("log"));
+    EXPECT_EQ(Entries(dir.path()), (std::vector<std::string>{"big.bbt", "log"}))
+        << args[0];
+  }
 }
 
 }  // namespace
