@@ -18,18 +18,9 @@
 namespace bbprof {
 namespace {
 
+using testing::ListDir;
 using testing::ReadFile;
 using testing::TempDir;
-
-// Names of the entries in `dir` (to see that no temporary is left).
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 TEST(AtomicFileTest, NewFileAppearsOnlyOnCommit) {
   TempDir dir;
@@ -41,7 +32,7 @@ TEST(AtomicFileTest, NewFileAppearsOnlyOnCommit) {
   EXPECT_FALSE(std::filesystem::exists(path));
   ASSERT_TRUE(f->Commit().ok());
   EXPECT_EQ(ReadFile(path), "hello\n");
-  EXPECT_EQ(Entries(dir.path()), std::vector<std::string>{"out.txt"});
+  EXPECT_EQ(ListDir(dir.path()), std::vector<std::string>{"out.txt"});
 }
 
 TEST(AtomicFileTest, AbandonLeavesTheOldFileAndNoTemporary) {
@@ -53,7 +44,7 @@ TEST(AtomicFileTest, AbandonLeavesTheOldFileAndNoTemporary) {
     ASSERT_TRUE(f->Write("new\n").ok());
   }
   EXPECT_EQ(ReadFile(path), "old\n");
-  EXPECT_EQ(Entries(dir.path()), std::vector<std::string>{"out.txt"});
+  EXPECT_EQ(ListDir(dir.path()), std::vector<std::string>{"out.txt"});
 }
 
 TEST(AtomicFileTest, KeepsTheModeOfAnExistingFile) {
@@ -83,7 +74,7 @@ TEST(AtomicFileTest, WritesThroughASymbolicLinkToItsTarget) {
   ASSERT_EQ(::stat(target.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0604u);
   // The temporary went beside the target and is gone.
-  EXPECT_EQ(Entries(dir.File("real")), std::vector<std::string>{"target.txt"});
+  EXPECT_EQ(ListDir(dir.File("real")), std::vector<std::string>{"target.txt"});
 }
 
 TEST(AtomicFileTest, ADanglingLinkGetsItsTargetCreated) {
@@ -121,23 +112,18 @@ TEST(AtomicFileTest, AFifoIsWrittenIntoAndStaysAFifo) {
   struct stat st {};
   ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));
-  EXPECT_EQ(Entries(dir.path()), std::vector<std::string>{"pipe"});
+  EXPECT_EQ(ListDir(dir.path()), std::vector<std::string>{"pipe"});
 }
 
 TEST(AtomicFileTest, DevNullStaysACharacterDevice) {
-  struct stat before {};
-  ASSERT_EQ(::stat("/dev/null", &before), 0);
-  ASSERT_TRUE(S_ISCHR(before.st_mode));
+  const testing::DevNullId before = testing::CurrentDevNull();
+  ASSERT_TRUE(before.is_char);
   auto f = AtomicFile::Create("/dev/null");
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_FALSE(f->atomic());
   ASSERT_TRUE(f->Write(std::string(3 << 20, 'x')).ok());
   ASSERT_TRUE(f->Commit().ok());
-  struct stat after {};
-  ASSERT_EQ(::stat("/dev/null", &after), 0);
-  EXPECT_TRUE(S_ISCHR(after.st_mode));
-  EXPECT_EQ(after.st_rdev, before.st_rdev);
-  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_TRUE(testing::CurrentDevNull() == before);
 }
 
 TEST(AtomicFileTest, AFolderIsRefused) {

@@ -390,6 +390,34 @@ TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
   EXPECT_NE(out.find("49 (25 CALL, 24 RET, 0 MSG)"), std::string::npos) << out;
 }
 
+// The same on a real capture cut in the middle of a packet: the analysis
+// commands report on what was readable, warn naming the file and the packet
+// where it was cut, and exit 0 (docs/cli.md).
+TEST(CaptureCliTest, AnalysisOfARealTruncatedCaptureWarnsAndGoesOn) {
+  TempDir dir;
+  const std::string full = ReadFile(std::string(BBPROF_SHARED_DIR) +
+                                    "/pcaps/http_connect_proxy.pcap");
+  ASSERT_GT(full.size(), 10000u);
+  const std::string cut =
+      dir.Write("cut.pcap", full.substr(0, full.size() / 2 + 7));
+  std::string out;
+  for (const char* cmd : {"nest ", "stats ", "convolve "}) {
+    EXPECT_EQ(RunCli(cmd + cut, &out), 0) << cmd << out;
+    EXPECT_NE(out.find("bbprof: warning: " + cut +
+                       ": capture cut short after packet "),
+              std::string::npos)
+        << cmd << out;
+  }
+  ASSERT_EQ(RunCli("stats -q " + cut, &out), 0) << out;
+  EXPECT_EQ(out.find("CALL, 0 RET"), std::string::npos)
+      << out;  // some calls were answered
+  ASSERT_EQ(RunCli("convert -q " + cut + " " + dir.File("cut.trace"), &out), 0)
+      << out;
+  EXPECT_NE(
+      ReadFile(dir.File("cut.trace")).find("#meta capture_cut_after_packet="),
+      std::string::npos);
+  EXPECT_FALSE(RecordLines(ReadFile(dir.File("cut.trace"))).empty());
+}
 
 // Per-host captures merge straight from their pcaps: the same exchanges seen
 // by two sniffers, 100 us apart, merge into one copy of each.

@@ -18,21 +18,12 @@ namespace bbprof {
 namespace {
 
 using testing::Child;
+using testing::ListDir;
 using testing::ReadFile;
 using testing::RunCli;
 using testing::TempDir;
 using testing::WaitFor;
 using namespace std::chrono_literals;
-
-// Names of the entries in `dir`, sorted.
-std::vector<std::string> Entries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // Whether `dir` holds a temporary of NAME with bytes in it.
 bool WritingStarted(const std::string& dir, const std::string& name) {
@@ -50,20 +41,16 @@ const std::string kSample =
     std::string(BBPROF_SOURCE_DIR) + "/samples/paper_example.trace";
 
 TEST(OutputCliTest, ConvertToDevNullLeavesItACharacterDevice) {
-  struct stat before {};
-  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  const testing::DevNullId before = testing::CurrentDevNull();
   // Another program run as root may already have replaced it.
-  ASSERT_TRUE(S_ISCHR(before.st_mode)) << "/dev/null is not a character device before the test";
+  ASSERT_TRUE(before.is_char)
+      << "/dev/null is not a character device before the test";
   std::string out;
   EXPECT_EQ(RunCli("convert " + kSample + " /dev/null", &out), 0) << out;
   EXPECT_EQ(RunCli("convert " + kSample + " /dev/null --format binary", &out),
             0)
       << out;
-  struct stat after {};
-  ASSERT_EQ(::stat("/dev/null", &after), 0);
-  EXPECT_TRUE(S_ISCHR(after.st_mode));
-  EXPECT_EQ(after.st_rdev, before.st_rdev);
-  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_TRUE(testing::CurrentDevNull() == before);
 }
 
 TEST(OutputCliTest, ConvertWritesThroughALinkAndKeepsTheMode) {
@@ -103,7 +90,7 @@ void InterruptMaketrace(int sig, const std::string& name) {
       << ReadFile(dir.File("log"));
   child.Signal(sig);
   EXPECT_EQ(child.Wait(10s), 130) << ReadFile(dir.File("log"));
-  EXPECT_EQ(Entries(dir.path()), (std::vector<std::string>{"log", name}));
+  EXPECT_EQ(ListDir(dir.path()), (std::vector<std::string>{"log", name}));
   EXPECT_EQ(ReadFile(out), "previous\n");
   EXPECT_NE(ReadFile(dir.File("log")).find("bbprof maketrace: interrupted"),
             std::string::npos)
@@ -141,7 +128,7 @@ TEST(OutputCliTest, InterruptedConvertAndMergeLeaveNoTemporary) {
     child.Signal(SIGINT);
     EXPECT_EQ(child.Wait(10s), 130)
         << args[0] << ": " << ReadFile(dir.File("log"));
-    EXPECT_EQ(Entries(dir.path()), (std::vector<std::string>{"big.bbt", "log"}))
+    EXPECT_EQ(ListDir(dir.path()), (std::vector<std::string>{"big.bbt", "log"}))
         << args[0];
   }
 }
