@@ -424,11 +424,12 @@ int Run(std::span<const std::string> args) {
   if (!cl.quiet()) PrintCounters(*reducer, live_source);
   std::string partial_note;
   if (output.left_partial()) {
-    partial_note = " (the records decoded before it are in " +
-                   output.files().back() + "; " +
-                   (oo.directory ? "the files before it are complete"
-                                 : oo.path + " is left as it was") +
-                   ")";
+    partial_note =
+        " (the records decoded before it are in " + output.files().back() +
+        "; " +
+        (oo.directory ? "the files before it are complete"
+                      : "an existing " + oo.path + " is left as it was") +
+        ")";
   } else if (!output.files().empty() && oo.path != "-") {
     partial_note = " (the records decoded before it were written to " +
                    output.files().back() + ")";
