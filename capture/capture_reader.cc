@@ -1,6 +1,7 @@
 #include "capture/capture_reader.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 
@@ -155,18 +156,28 @@ class CaptureReader final : public trace::TraceReader {
     Status failure;
     auto n = source_->Dispatch(4096, [&](const Frame& f) {
       bytes_ += f.data.size() + 16;  // the pcap record header and the frame
+      ++packets_;
       if (!failure.ok()) return;
       failure = reducer_->AddFrame(link, f.ts, f.data, f.wire_length);
     });
-    if (!n.ok()) {
-      status_ = n.status();
-      return;
-    }
     if (!failure.ok()) {
       status_ = failure;
       return;
     }
-    if (source_->at_end()) {
+    if (!n.ok()) {
+      // A capture cut short (a copy taken while it was being written, a
+      // full disk) is analysed as far as it goes, as `bbprof capture -r`
+      // keeps what it decoded; the cut is said on standard error (even with
+      // --quiet: it changes what the results mean) and in a #meta line.
+      std::fprintf(stderr,
+                   "bbprof: warning: %s: capture cut short after packet %llu "
+                   "(about byte %llu): %s; analysing the packets before it\n",
+                   path_.c_str(), static_cast<unsigned long long>(packets_),
+                   static_cast<unsigned long long>(bytes_),
+                   n.status().message().c_str());
+      meta_.push_back("capture_cut_after_packet=" + std::to_string(packets_));
+    }
+    if (!n.ok() || source_->at_end()) {
       if (Status s = reducer_->Finish(); !s.ok()) {
         status_ = s;
         return;
@@ -182,6 +193,7 @@ class CaptureReader final : public trace::TraceReader {
   std::deque<Queued> queue_;
   bool finished_ = false;
   uint64_t bytes_ = 24;  // the pcap file header
+  uint64_t packets_ = 0;
   char callid_buf_[24];
 };
 

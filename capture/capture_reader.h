@@ -28,7 +28,8 @@ std::string CaptureHeaderMeta(const PacketSource& source, size_t files,
                               const std::string& filter);
 // The `capture_stats ...` footer: the kernel's counters of a live source
 // (none offline), then the reducer's.
-std::string CaptureStatsMeta(const Reducer& reducer, const PacketSource& source);
+std::string CaptureStatsMeta(const Reducer& reducer,
+                             const PacketSource& source);
 
 // True if the first bytes are a pcap (either byte order, micro- or
 // nanosecond) or pcapng file's magic number.
@@ -38,8 +39,10 @@ bool LooksLikeCapture(std::string_view head);
 bool NearlyACapture(std::string_view head);
 
 // Opens `path` (pcap/pcapng, plain or gzip/zstd-compressed) as a trace.
-// Names are interned into `nodes` (a fresh table if null). A truncated or
-// corrupt file fails the read with a message naming it, as trace readers do.
+// Names are interned into `nodes` (a fresh table if null). A file cut short
+// (or corrupt from some packet on) is read as far as it goes: a warning on
+// standard error names the file and the last packet read, and a
+// `capture_cut_after_packet=N` meta line records it.
 Result<std::unique_ptr<trace::TraceReader>> OpenCaptureAsTrace(
     const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
     const trace::ReaderOptions& options, ReducerOptions reducer_options = {});

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "base/atomic_file.h"
+
 namespace bbprof::capture {
 
 std::string RotatedFileName(trace::TimeNs first_ts, uint64_t n,
@@ -18,17 +20,37 @@ std::string RotatedFileName(trace::TimeNs first_ts, uint64_t n,
          (format == trace::TraceFormat::kBinary ? ".bbt" : ".trace");
 }
 
+std::string PartialName(const std::string& path) {
+  for (const char* suffix : {".gz", ".zst"}) {
+    const std::string sfx = suffix;
+    if (path.size() > sfx.size() &&
+        path.compare(path.size() - sfx.size(), sfx.size(), sfx) == 0) {
+      return path.substr(0, path.size() - sfx.size()) + ".partial" + sfx;
+    }
+  }
+  return path + ".partial";
+}
+
 Status TraceOutput::OpenNext(trace::TimeNs first_ts) {
   std::string path = options_.path;
   if (options_.directory) {
     path += (path.empty() || path.back() == '/') ? "" : "/";
     path += RotatedFileName(first_ts, ++sequence_, options_.format);
   }
-  auto w = trace::OpenTraceWriter(path, nodes_, options_.format);
+  Result<OutputTarget> target = ResolveOutput(path);
+  if (!target.ok()) return target.status();
+  std::string write_path = path;
+  final_path_.clear();
+  if (target->kind == OutputTarget::Kind::kFile) {
+    // Beside the link's target, so that the final rename stays in one folder.
+    write_path = PartialName(target->path);
+    final_path_ = path;
+  }
+  auto w = trace::OpenTraceWriter(write_path, nodes_, options_.format);
   if (!w.ok()) return w.status();
   writer_ = std::move(*w);
   file_start_ = first_ts;
-  files_.push_back(path);
+  files_.push_back(write_path);
   for (const std::string& m : options_.header_meta) {
     BBPROF_RETURN_IF_ERROR(writer_->WriteMeta(m));
   }
@@ -51,23 +73,32 @@ Status TraceOutput::Write(const trace::Record& rec) {
   return writer_->Write(rec);
 }
 
-Status TraceOutput::Rotate() {
+Status TraceOutput::Rotate() { return CloseCurrent(true); }
+
+Status TraceOutput::CloseCurrent(bool complete) {
   if (!writer_) return Status::Ok();
   for (const std::string& m : footer_()) {
     BBPROF_RETURN_IF_ERROR(writer_->WriteMeta(m));
   }
   Status s = writer_->Close();
   writer_.reset();
-  return s;
+  if (!s.ok() || final_path_.empty()) return s;
+  if (!complete) {
+    left_partial_ = true;
+    return Status::Ok();
+  }
+  BBPROF_RETURN_IF_ERROR(MoveOutputIntoPlace(files_.back(), final_path_));
+  files_.back() = final_path_;
+  return Status::Ok();
 }
 
-Status TraceOutput::Close() {
+Status TraceOutput::Close(bool complete) {
   if (!writer_ && files_.empty()) {
     std::timespec now{};
     std::timespec_get(&now, TIME_UTC);
     BBPROF_RETURN_IF_ERROR(OpenNext(now.tv_sec * trace::kNsPerSecond));
   }
-  return Rotate();
+  return CloseCurrent(complete);
 }
 
 }  // namespace bbprof::capture

@@ -3,6 +3,13 @@
 // complete, valid trace on its own: it starts with the capture's #meta
 // header lines, ends with the counters at the time it closed, and appears
 // atomically when closed (a reader never sees half a file).
+//
+// A file (not standard output, a device or a FIFO) is written as NAME.partial
+// (".partial" goes before a .gz/.zst suffix: out.trace.partial.gz) and
+// renamed to NAME only when it is complete: rotated, or closed at the end of
+// a capture that did not fail and was not an interrupted offline read. So a
+// failed or interrupted `capture -r` never replaces an existing NAME with a
+// partial trace; what it decoded is in NAME.partial beside it.
 #ifndef BBPROF_CAPTURE_TRACE_OUTPUT_H_
 #define BBPROF_CAPTURE_TRACE_OUTPUT_H_
 
@@ -32,7 +39,9 @@ class TraceOutput {
   // `footer` returns the #meta bodies to write at the end of each file.
   TraceOutput(OutputOptions options, const trace::NodeTable* nodes,
               std::function<std::vector<std::string>()> footer)
-      : options_(std::move(options)), nodes_(nodes), footer_(std::move(footer)) {}
+      : options_(std::move(options)),
+        nodes_(nodes),
+        footer_(std::move(footer)) {}
 
   // Writes one record, opening the first file on demand.
   Status Write(const trace::Record& rec);
@@ -42,12 +51,17 @@ class TraceOutput {
   // Closes the current file (footer included); the next Write opens a new one.
   Status Rotate();
   // Closes the last file; an empty capture still leaves one valid trace.
-  Status Close();
+  // `complete` false leaves it under its .partial name.
+  Status Close(bool complete);
 
+  // The files written, under the names they were left with.
   const std::vector<std::string>& files() const { return files_; }
+  // Whether the last file was left under its .partial name.
+  bool left_partial() const { return left_partial_; }
 
  private:
   Status OpenNext(trace::TimeNs first_ts);
+  Status CloseCurrent(bool complete);
 
   OutputOptions options_;
   const trace::NodeTable* nodes_;
@@ -56,7 +70,13 @@ class TraceOutput {
   trace::TimeNs file_start_ = 0;
   uint64_t sequence_ = 0;
   std::vector<std::string> files_;
+  std::string final_path_;  // where a complete .partial file is renamed to
+  bool left_partial_ = false;
 };
+
+// NAME with ".partial" added before a .gz or .zst suffix, so that the
+// partial file still says how it is compressed.
+std::string PartialName(const std::string& path);
 
 // The name of the n-th rotated file (from 1) whose first record is stamped
 // `first_ts`: capture-20261122T101500Z-00001.trace (.bbt for binary).

@@ -16,11 +16,17 @@
 
 #include <atomic>
 #include <charconv>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
+#include "base/atomic_file.h"
+#include "base/interrupt.h"
 #include "base/progress.h"
 #include "capture/capture_reader.h"
 #include "capture/pcap_source.h"
@@ -34,27 +40,28 @@ namespace bbprof::cli {
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;
 volatile std::sig_atomic_t g_report = 0;
 std::atomic<capture::PacketSource*> g_source{nullptr};
 
-void OnSignal(int sig) {
-  if (sig == SIGUSR1) {
-    g_report = 1;
-  } else {
-    g_stop = 1;
-  }
-  // pcap_breakloop is documented as safe to call from a signal handler.
+// pcap_breakloop is documented as safe to call from a signal handler.
+void BreakSourceLoop() {
   if (capture::PacketSource* s = g_source.load()) s->BreakLoop();
 }
 
+void OnReportSignal(int /*sig*/) {
+  g_report = 1;
+  BreakSourceLoop();
+}
+
+// SIGINT and SIGTERM stop the loop gracefully (base/interrupt.h: a flag, the
+// loop broken, a blocking read from a pipe woken); a second one ends the
+// process at once. SIGUSR1 prints the counters.
 void InstallSignals() {
+  SetGracefulInterrupts(&BreakSourceLoop);
   struct sigaction sa {};
-  sa.sa_handler = &OnSignal;
+  sa.sa_handler = &OnReportSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocking read returns to the loop
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGUSR1, &sa, nullptr);
 }
 
@@ -95,6 +102,25 @@ bool ParseSeconds(const std::string& text, trace::TimeNs* out) {
   return true;
 }
 
+// -C: millions of bytes, as tcpdump counts them, fractions allowed (0.5 is
+// 500000 bytes); at least one byte, at most an exabyte.
+bool ParseMillionsOfBytes(const std::string& text, uint64_t* bytes) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) {
+    return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  double mb = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(mb) ||
+      mb <= 0 || mb > 1e12) {
+    return false;
+  }
+  double b = std::round(mb * 1e6);
+  if (b < 1) return false;
+  *bytes = static_cast<uint64_t>(b);
+  return true;
+}
+
 int Run(std::span<const std::string> args) {
   CommandLine cl(
       "capture",
@@ -121,9 +147,9 @@ int Run(std::span<const std::string> args) {
       "format", po::value<std::string>(),
       "output form: text or binary (default: from OUT's name; text in a "
       "folder)")(
-      "rotate-size,C", po::value<uint64_t>(),
+      "rotate-size,C", po::value<std::string>(),
       "start a new file in the OUT folder once one holds about this many "
-      "million bytes (uncompressed)")(
+      "million bytes (uncompressed; fractions allowed: 0.5)")(
       "rotate-seconds,G", po::value<std::string>(),
       "start a new file in the OUT folder every this many seconds of "
       "capture time")("snaplen,s", po::value<int>()->default_value(262144),
@@ -169,8 +195,9 @@ int Run(std::span<const std::string> args) {
       "  bbprof capture -r dump.pcapng --granularity service --names hosts.map "
       "--decode tcp/8080=http -o -\n"
       "Exit status: 0 done (a live capture stopped by SIGINT/SIGTERM is done),"
-      " 1 bad input\nor I/O error (what was decoded before it is still "
-      "written), 2 bad usage, 130 an\noffline read interrupted.");
+      " 1 bad input\nor I/O error, 2 bad usage, 130 an offline read "
+      "interrupted. A failed or\ninterrupted offline read writes what it "
+      "decoded to OUT.partial and leaves an\nexisting OUT as it was.");
   if (auto rc = cl.Parse(args)) return *rc;
 
   if (cl.Has("list-interfaces")) {
@@ -268,9 +295,13 @@ int Run(std::span<const std::string> args) {
                          cl.Get<std::string>("format") + "'");
   }
   if (cl.Has("rotate-size")) {
-    uint64_t mb = cl.Get<uint64_t>("rotate-size");
-    if (mb == 0) return cl.UsageError("-C must be at least 1");
-    oo.rotate_bytes = mb * 1'000'000;
+    const std::string text = cl.Get<std::string>("rotate-size");
+    if (!ParseMillionsOfBytes(text, &oo.rotate_bytes)) {
+      return cl.UsageError(
+          "-C must be a positive number of millions of bytes (as tcpdump's "
+          "-C; e.g. 100 or 0.5), not '" +
+          text + "'");
+    }
   }
   if (cl.Has("rotate-seconds") &&
       (!ParseSeconds(cl.Get<std::string>("rotate-seconds"), &oo.rotate_interval) ||
@@ -317,6 +348,16 @@ int Run(std::span<const std::string> args) {
       return cl.Fail(s);
     }
   }
+  // Before the first packet, as whoever we now are: an output we cannot
+  // write (a root-only folder after -Z nobody) fails now, not at the first
+  // record of a capture that already said it was listening.
+  if (Status s = CheckOutputWritable(oo.path); !s.ok()) {
+    return cl.Fail(s.message() +
+                   (cl.Has("user")
+                        ? " (as user " + cl.Get<std::string>("user") + ")"
+                        : std::string()));
+  }
+
 
   if (live) {
     // As tcpdump does: tells a person (or a script waiting to start load)
@@ -365,7 +406,7 @@ int Run(std::span<const std::string> args) {
       }
     };
     while (failure.ok()) {
-      if (g_stop) {
+      if (InterruptRequested()) {
         interrupted = true;
         break;
       }
@@ -381,7 +422,12 @@ int Run(std::span<const std::string> args) {
       }
       auto n = src->Dispatch(budget, on_frame);
       if (!n.ok()) {
-        failure = n.status();
+        // A read cut short by the signal is the interruption, not an error.
+        if (InterruptRequested()) {
+          interrupted = true;
+        } else {
+          failure = n.status();
+        }
         break;
       }
       progress.Update(reducer->packets());
@@ -393,14 +439,31 @@ int Run(std::span<const std::string> args) {
   progress.Finish();
 
   // Whatever happened, write what was decoded and close the files cleanly.
+  // The last file is complete unless the capture failed or an offline read
+  // was cut short; then it keeps its .partial name (capture/trace_output.h)
+  // and an existing output of the same name is left as it was.
   Status finish = reducer->Finish();
-  Status close = output.Close();
+  const bool complete = finish.ok() && failure.ok() && !(interrupted && !live);
+  Status close = output.Close(complete);
   if (!cl.quiet()) PrintCounters(*reducer, live_source);
-  if (!finish.ok()) return cl.Fail(finish);
+  std::string partial_note;
+  if (output.left_partial()) {
+    partial_note =
+        " (the records decoded before it are in " + output.files().back() +
+        "; " +
+        (oo.directory ? "the files before it are complete"
+                      : "an existing " + oo.path + " is left as it was") +
+        ")";
+  } else if (!output.files().empty() && oo.path != "-") {
+    partial_note = " (the records decoded before it were written to " +
+                   output.files().back() + ")";
+  }
+  if (!finish.ok()) return cl.Fail(finish.message() + partial_note);
   if (!close.ok()) return cl.Fail(close);
-  if (!failure.ok()) {
-    return cl.Fail(failure.message() +
-                   " (the records decoded before it were written)");
+  if (!failure.ok()) return cl.Fail(failure.message() + partial_note);
+  if (interrupted && !live) {
+    Inform(cl, "interrupted" + partial_note);
+    return kExitInterrupted;
   }
   const auto counters = reducer->counters();
   const uint64_t written = counters.at("records_call") +
@@ -414,7 +477,7 @@ int Run(std::span<const std::string> args) {
                                      oo.path
                                : oo.path == "-" ? std::string("standard output")
                                                 : oo.path));
-  return interrupted && !live ? kExitInterrupted : kExitOk;
+  return kExitOk;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/interrupt.h"
 #include "cli/subcommand.h"
 
 namespace {
@@ -34,7 +35,8 @@ void PrintHelp() {
     std::cout << "  " << name << sc.summary << "\n";
   }
   std::cout << "\nExit status: 0 success, 1 bad input or failed run, 2 usage "
-               "error.\nDocumentation: docs/cli.md\n";
+               "error,\n130 interrupted (SIGINT/SIGTERM).\nDocumentation: "
+               "docs/cli.md\n";
 }
 
 }  // namespace
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   }
   for (const auto& sc : bbprof::cli::AllSubcommands()) {
     if (cmd == sc.name) {
+      // SIGINT/SIGTERM: exit 130, no temporary file left (base/interrupt.h).
+      bbprof::InstallInterruptHandlers("bbprof " + cmd);
       std::vector<std::string> args(argv + 2, argv + argc);
       try {
         return sc.run(args);

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/interrupt.h"
+
 namespace bbprof::trace {
 
 namespace {
@@ -30,6 +32,7 @@ class FileInput final : public InputStream {
   // Reads up to 4 bytes without consuming them.
   Result<std::string_view> Peek4() {
     while (peek_len_ < 4) {
+      if (!WaitReadable(fd_)) return Interrupted();
       ssize_t n = ::read(fd_, peek_ + peek_len_, 4 - peek_len_);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -51,6 +54,7 @@ class FileInput final : public InputStream {
       return n;
     }
     for (;;) {
+      if (!WaitReadable(fd_)) return Interrupted();
       ssize_t n = ::read(fd_, buf, size);
       if (n < 0) {
         if (errno == EINTR) continue;
@@ -65,6 +69,10 @@ class FileInput final : public InputStream {
   uint32_t raw_crc32() const override { return crc_; }
 
  private:
+  // A pipe that stays open would block a read for ever; a graceful
+  // interrupt (capture -r -) ends the wait instead (base/interrupt.h).
+  Status Interrupted() const { return Status::Error(path_ + ": interrupted"); }
+
   int fd_;
   bool owns_;
   std::string path_;

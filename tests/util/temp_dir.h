@@ -2,6 +2,9 @@
 #ifndef BBPROF_TESTS_UTIL_TEMP_DIR_H_
 #define BBPROF_TESTS_UTIL_TEMP_DIR_H_
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +18,8 @@ class TempDir {
  public:
   TempDir() {
     std::string tmpl =
-        (std::filesystem::temp_directory_path() / "bbprof-test-XXXXXX").string();
+        (std::filesystem::temp_directory_path() / "bbprof-test-XXXXXX")
+            .string();
     char* p = mkdtemp(tmpl.data());
     if (p != nullptr) path_ = p;
   }
@@ -30,7 +34,8 @@ class TempDir {
   std::string File(const std::string& name) const { return path_ + "/" + name; }
 
   // Writes `contents` to NAME in the directory and returns its path.
-  std::string Write(const std::string& name, const std::string& contents) const {
+  std::string Write(const std::string& name,
+                    const std::string& contents) const {
     std::string p = File(name);
     std::ofstream(p, std::ios::binary) << contents;
     return p;
@@ -56,6 +61,30 @@ inline std::vector<std::string> RecordLines(const std::string& text) {
     if (!line.empty() && line[0] != '#') out.push_back(line);
   }
   return out;
+}
+
+// Names of the entries in `dir`, sorted (to see that no temporary is left).
+inline std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What /dev/null is: a test that writes to it checks it is the same
+// character device afterwards (never replaced by a regular file).
+struct DevNullId {
+  bool is_char = false;
+  dev_t rdev = 0;
+  ino_t ino = 0;
+  bool operator==(const DevNullId&) const = default;
+};
+inline DevNullId CurrentDevNull() {
+  struct stat st {};
+  if (::stat("/dev/null", &st) != 0) return {};
+  return {S_ISCHR(st.st_mode), st.st_rdev, st.st_ino};
 }
 
 }  // namespace bbprof::testing
