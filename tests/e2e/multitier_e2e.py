@@ -14,7 +14,8 @@ its own address, so the capture can tell the tiers apart); the app
 is stopped by SIGINT, and `bbprof nest` must find:
 
   - the /item structure client->nginx(app(redis)) as the top pattern and the
-    /health structure client->nginx(app) as the second (the load is 3:1);
+    /health structure client->nginx(app) as the second (the load is 3:1),
+    each node named with the operation its decoder read (nginx[http:GET:/item]);
   - the delay added in the app: the app's own time in the top pattern is about
     DELAY and is the largest of the pattern's nodes.
 
@@ -210,10 +211,12 @@ def check(doc, counts):
     if len(patterns) < 2:
         fail("expected two patterns, got %s" % [p["signature"] for p in patterns])
     top, second = patterns[0], patterns[1]
-    if top["signature"] != "client->nginx(app(redis))":
-        fail("top pattern is %s, not client->nginx(app(redis))" % top["signature"])
-    if second["signature"] != "client->nginx(app)":
-        fail("second pattern is %s, not client->nginx(app)" % second["signature"])
+    want_top = "client->nginx[http:GET:/item](app[http:GET:/item](redis[redis:GET]))"
+    want_second = "client->nginx[http:GET:/health](app[http:GET:/health])"
+    if top["signature"] != want_top:
+        fail("top pattern is %s, not %s" % (top["signature"], want_top))
+    if second["signature"] != want_second:
+        fail("second pattern is %s, not %s" % (second["signature"], want_second))
     # Every request is the root of one instance: the client's calls into
     # nginx are never nested under anything (a few at the capture's edges may
     # be cut).

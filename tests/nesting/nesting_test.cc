@@ -149,7 +149,7 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   const std::string t =
       "1.000 CALL A B p\n1.003 RET C B c\n1.009 CALL B C c\n"
       "1.020 RET B A p\n";
-  Params no_window;
+  Params no_window = KeepClients();
   no_window.skew_auto = false;
   auto strict = NestText(t, no_window);
   ASSERT_TRUE(strict.ok());

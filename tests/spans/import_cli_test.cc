@@ -114,7 +114,11 @@ TEST(ImportCliTest, NestThenEvalOnAnImportedTraceIsPerfect) {
              &out),
       0)
       << out;
-  ASSERT_EQ(RunCli("nest -q " + t + " --json " + dir.File("r.json"), &out), 0)
+  // eval scores the parent choices of the requests nest exports.
+  ASSERT_EQ(RunCli("nest -q " + t + " --json " + dir.File("r.json") +
+                       " --requests " + dir.File("r.otlp.json"),
+                   &out),
+            0)
       << out;
   ASSERT_EQ(RunCli("eval -q " + dir.File("r.json") + " --truth " + t +
                        " --json " + dir.File("e.json"),
@@ -129,6 +133,7 @@ TEST(ImportCliTest, NestThenEvalOnAnImportedTraceIsPerfect) {
   EXPECT_EQ(e["messages"]["error_rate"], 0.0);
   EXPECT_EQ(e["patterns"]["true"], 1);
   EXPECT_EQ(e["patterns"]["false_negatives"], 0);
+  EXPECT_EQ(e["request_accuracy"], 1.0);
 }
 
 }  // namespace

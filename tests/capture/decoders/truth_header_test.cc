@@ -233,7 +233,7 @@ TEST(Http2Truth, ABadHeaderBlockIsCountedAndTheCallStillEmitted) {
   d->OnData(kC, 1, Span(c));
   EXPECT_EQ(sink.Summary(), "C1@1");
   EXPECT_EQ(sink.Paths(), "-");
-  EXPECT_EQ(sink.count("http2_bad_hpack"), 1u);
+  EXPECT_EQ(sink.count("http2_hpack_lost"), 1u);
 }
 
 }  // namespace
