@@ -54,7 +54,7 @@ int Run(std::span<const std::string> args) {
   // Operations, client folding and node names (issue 14).
   cl.options().add_options()
       ("group-by", po::value<std::string>()->default_value("op"), "split patterns by node and operation (op), or by node only (node)")
-      ("op-keys", po::value<std::string>()->default_value("on"), "key scoreboards and timeline edges by operation as well as node: on or off")
+      ("op-keys", po::value<std::string>()->default_value("off"), "key scoreboards and timeline edges by operation as well as node: on or off (off: measured better on real traffic, docs/nesting.md)")
       ("clients", po::value<std::string>()->default_value("fold"), "external clients (callers never called): fold into 'clients', keep, cidr:/N[,/M] or cidr:BLOCK,...");
   AddNamingFlags(cl, /*capture=*/false);
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);

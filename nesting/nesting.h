@@ -84,9 +84,11 @@ struct Params {
   // Scoreboards (5.1.1.2) and timeline edges keyed by the operation of the
   // calls as well as their nodes: (A, B:op, C:op) instead of (A, B, C), so
   // that two operations served by one node, with different children and
-  // delays, are learned apart (measured in docs/nesting.md). Changes
-  // nothing on a trace without ops.
-  bool op_keys = true;
+  // delays, are learned apart. Off by default: it helps on synthetic
+  // traces but cost up to 11 points of request accuracy on the real stack,
+  // where ops with per-key routes split each board's samples ten ways
+  // (docs/nesting.md). Changes nothing on a trace without ops.
+  bool op_keys = false;
   // External clients folded (see client_folding.h).
   ClientFolding clients;
 };
