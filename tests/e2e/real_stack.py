@@ -338,7 +338,40 @@ def ci(bbprof, work):
         ok &= acc >= CI_FLOOR[kind]
     if not ok:
         fail("request accuracy below its floor")
+    check_slow_route(trace + ".default.json")
     print("PASS")
+
+
+def check_slow_route(result_path):
+    """Issue 14: the route that works 40 ms inside the app (/slow/K) is a
+    pattern of its own, apart from /item/K (same nodes and calls), with the
+    40 ms on the app. Own times are weighted by pattern count over every
+    pattern of each route (routes carry their key, /item/k3)."""
+    with open(result_path) as f:
+        patterns = json.load(f)["patterns"]
+
+    def app_own(route):
+        n, total = 0, 0.0
+        for p in patterns:
+            root = p["root"]
+            if not (root.get("op") or "").startswith("http:GET:/%s/" % route):
+                continue
+            for child in root["children"]:
+                if child["node"].startswith("py") and child.get("op", "").startswith(
+                        "http:GET:/%s/" % route):
+                    n += p["count"]
+                    total += p["count"] * child["own_time_s"]
+        return n, (total / n if n else 0.0)
+
+    n_slow, slow = app_own("slow")
+    n_item, item = app_own("item")
+    print("app own time: /slow %.1f ms over %d requests, /item %.1f ms over %d"
+          % (1e3 * slow, n_slow, 1e3 * item, n_item))
+    if n_slow == 0 or n_item == 0:
+        fail("no /slow or no /item pattern: the routes did not split by operation")
+    if not 0.035 <= slow - item <= 0.060:
+        fail("/slow's app adds %.1f ms more than /item's, expected about 40"
+             % (1e3 * (slow - item)))
 
 
 def bench(bbprof, work):
