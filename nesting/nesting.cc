@@ -284,6 +284,11 @@ class Engine {
     }
     for (const auto& p : d->result.patterns) d->pattern_signatures.push_back(p.signature);
     d->node_names = names_;
+    if (labels_ != nullptr) {
+      labels_->op_names.assign(op_names_.begin(), op_names_.end());
+      labels_->ops.resize(pairs_.size());
+      for (uint32_t i = 0; i < pairs_.size(); ++i) labels_->ops[i] = OpOf(i);
+    }
   }
 
  private:
@@ -431,16 +436,13 @@ class Engine {
     return Status::Ok();
   }
 
-  // A call's callid and op, for a per-request export; ops are interned.
+  // A call's callid, for a per-request export. Its op needs nothing here:
+  // every call's op is interned already (InternOp), and FillDetails hands
+  // those ids over.
   void KeepLabels(const trace::Record& rec) {
     labels_->callids.push_back(rec.callid_is_number
                                    ? std::to_string(rec.callid_number)
                                    : std::string(rec.callid));
-    if (labels_->op_names.empty()) labels_->op_names.emplace_back();
-    auto [it, inserted] = op_index_.try_emplace(
-        std::string(rec.op), static_cast<uint32_t>(labels_->op_names.size()));
-    if (inserted) labels_->op_names.push_back(it->first);
-    labels_->ops.push_back(it->second);
   }
 
   uint32_t InternOp(std::string_view op) {
@@ -1410,7 +1412,6 @@ class Engine {
   std::unordered_map<uint64_t, std::pair<TimeNs, TimeNs>> edge_windows_;
   std::vector<EdgeSkew> skew_;
   CallLabels* labels_;  // null unless asked for
-  std::unordered_map<std::string, uint32_t> op_index_;
   // Operations: per pair its op's id into op_names_ (0: none, ""); see OpOf.
   std::vector<uint32_t> op_of_;
   // A deque: op_ids_ holds views of its strings, which must not move.
