@@ -23,6 +23,7 @@
 #include <unordered_set>
 
 #include "trace/record.h"
+#include "trace/string_hash.h"
 
 namespace bbprof::capture {
 
@@ -45,12 +46,6 @@ class OpTable {
   size_t size() const { return names_.size(); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const {
-      return std::hash<std::string_view>()(s);
-    }
-  };
   // The index of a name, creating it if new (no cap).
   uint32_t Index(std::string_view op);
   // Distinct ops (and capped forms) seen per (server, protocol).
@@ -68,10 +63,10 @@ class OpTable {
     trace::NodeId last_server = 0;
     bool has_last = false;
   };
-  std::unordered_map<std::string, Entry, Hash, std::equal_to<>> index_;
+  std::unordered_map<std::string, Entry, trace::StringHash, std::equal_to<>> index_;
   // (server << 32 | op index) for every op admitted at a server.
   std::unordered_set<uint64_t> admitted_;
-  std::unordered_map<std::string, Budget, Hash, std::equal_to<>> budgets_;
+  std::unordered_map<std::string, Budget, trace::StringHash, std::equal_to<>> budgets_;
   uint64_t capped_ = 0;
 };
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "trace/op.h"
+#include "trace/string_hash.h"
 #include "trace/text_format.h"
 #include "trace/timestamp.h"
 #include "trace/token.h"
@@ -642,12 +643,6 @@ class BinaryWriter final : public TraceWriter {
   std::vector<uint8_t> buf_;
   std::vector<uint32_t> file_ids_;
   uint32_t next_file_id_ = 0;
-  struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const {
-      return std::hash<std::string_view>{}(s);
-    }
-  };
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>>
       op_ids_;
   std::string last_op_;

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 #include "trace/record.h"
+#include "trace/string_hash.h"
 #include "trace/token.h"
 
 namespace bbprof::trace {
@@ -39,13 +40,7 @@ class NodeTable {
   size_t size() const { return names_.size(); }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const {
-      return std::hash<std::string_view>()(s);
-    }
-  };
-  std::unordered_map<std::string, NodeId, Hash, std::equal_to<>> ids_;
+  std::unordered_map<std::string, NodeId, StringHash, std::equal_to<>> ids_;
   std::vector<std::string> names_;
 };
 
