@@ -12,27 +12,25 @@ PACKAGES=(
   nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libnghttp2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
-  # real servers for the end-to-end capture tests (loopback only)
+  # real servers for the end-to-end capture tests (loopback only); nodejs
+  # also checks exports against their consumers' definitions (tests/nesting)
   nginx-light redis-server dnsmasq-base memcached nodejs
-  nginx-light redis-server dnsmasq-base
-  # checking exports against their consumers' definitions (tests/nesting)
-  nodejs
 )
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm comes with a NodeSource nodejs; Debian ships it as a package of its own,
+# which conflicts with NodeSource's, so it is asked for only when absent.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 install_npm() {
-  # (npm comes with nodejs from NodeSource; Debian has it as a package of its
-  # own, which conflicts with that one, so it is not listed above.)
   # The official OTLP protobuf definitions, compiled by protobufjs: the test
   # of 'nest --requests x.otlp.json' (tests/nesting/otlp_check.js) parses
   # the export with them. This version still ships the compiled root.js.
   local prefix
   prefix="$(cd "$(dirname "$0")/.." && pwd)/build/npm"
   [ -f "$prefix/node_modules/@opentelemetry/otlp-proto-exporter-base/package.json" ] && return 0
-  command -v npm >/dev/null 2>&1 || return 0
   mkdir -p "$prefix"
   echo "install-deps: npm install @opentelemetry/otlp-proto-exporter-base into $prefix" >&2
   npm install --prefix "$prefix" --no-audit --no-fund --ignore-scripts --silent \
