@@ -126,8 +126,9 @@ std::string RandomCanonicalTrace(uint64_t seed, int n) {
     std::string pathid = token();
     // Operation names (field 7), from a separate generator so the other
     // fields are those of traces written before ops existed.
-    const char* ops[] = {"http:GET:/item/{n}", "nfs3:GETATTR", "dns:A",
-                         "redis:GET", "pg:SELECT:users", "http:GET:/a%20b"};
+    const char* ops[] = {
+        "http:GET:/item/{n}", "nfs3:GETATTR",    "dns:A",
+        "redis:GET",          "pg:SELECT:users", "http:GET:/a%20b"};
     uint64_t op_pick = op_rng() % 9;
     std::string op = op_pick < 6 ? ops[op_pick] : "-";
     s += FormatTimestamp(t) + "\t" + kinds[rng() % 3] + "\t" + sender + "\t" +
@@ -167,13 +168,13 @@ TEST(BinaryFormatTest, RandomTraceRoundTripsByteForByteAcrossManyBlocks) {
 
 TEST(BinaryFormatTest, OperationsRoundTripAndTracesWithoutThemAreUnchanged) {
   TempDir dir;
-  std::string with_ops = dir.Write(
-      "ops.trace",
-      "#bbprof-trace 1\n"
-      "1.000000000\tCALL\tc\ts\t1\t-\thttp:GET:/item/{n}\n"
-      "1.000000100\tCALL\ts\tdb\t2\tp9\tpg:SELECT:users\n"
-      "1.000000200\tRET\tdb\ts\t2\tp9\tpg:SELECT:users\n"
-      "1.000000300\tRET\ts\tc\t1\n");
+  std::string with_ops =
+      dir.Write("ops.trace",
+                "#bbprof-trace 1\n"
+                "1.000000000\tCALL\tc\ts\t1\t-\thttp:GET:/item/{n}\n"
+                "1.000000100\tCALL\ts\tdb\t2\tp9\tpg:SELECT:users\n"
+                "1.000000200\tRET\tdb\ts\t2\tp9\tpg:SELECT:users\n"
+                "1.000000300\tRET\ts\tc\t1\n");
   ASSERT_TRUE(Copy(with_ops, dir.File("ops.bbt"), TraceFormat::kBinary).ok());
   auto r = OpenTraceReader(dir.File("ops.bbt"));
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -181,9 +182,9 @@ TEST(BinaryFormatTest, OperationsRoundTripAndTracesWithoutThemAreUnchanged) {
   std::vector<std::string> seen;
   while ((*r)->Next(rec)) seen.emplace_back(rec.op);
   ASSERT_TRUE((*r)->status().ok()) << (*r)->status().message();
-  EXPECT_EQ(seen, (std::vector<std::string>{"http:GET:/item/{n}",
-                                            "pg:SELECT:users",
-                                            "pg:SELECT:users", ""}));
+  EXPECT_EQ(seen,
+            (std::vector<std::string>{"http:GET:/item/{n}", "pg:SELECT:users",
+                                      "pg:SELECT:users", ""}));
   ASSERT_TRUE(
       Copy(dir.File("ops.bbt"), dir.File("back.trace"), TraceFormat::kText)
           .ok());
@@ -202,14 +203,14 @@ TEST(BinaryFormatTest, OperationsRoundTripAndTracesWithoutThemAreUnchanged) {
 
 TEST(BinaryFormatTest, UndefinedOperationIdIsCorruption) {
   TempDir dir;
-  std::string in = dir.Write(
-      "one.trace", "1.0\tCALL\ta\tb\t1\t-\tdns:A\n");
+  std::string in = dir.Write("one.trace", "1.0\tCALL\ta\tb\t1\t-\tdns:A\n");
   ASSERT_TRUE(Copy(in, dir.File("one.bbt"), TraceFormat::kBinary).ok());
   std::string bytes = ReadFile(dir.File("one.bbt"));
   // Point the message at operation id 1, which was never defined, and fix
   // the block's checksum so that only the reference is wrong.
   size_t payload = kBinaryFileHeaderBytes + kBinaryBlockHeaderBytes;
-  std::string block = bytes.substr(payload, LoadLe32(bytes, kBinaryFileHeaderBytes));
+  std::string block =
+      bytes.substr(payload, LoadLe32(bytes, kBinaryFileHeaderBytes));
   ASSERT_EQ(block.back(), '\0');  // the op id is the message's last byte
   block.back() = '\1';
   bytes.replace(payload, block.size(), block);
@@ -280,11 +281,15 @@ class BinaryDamageTest : public ::testing::Test {
     good_ = ReadFile(dir_.File("good.bbt"));
     blocks_ = BlockOffsets(good_);
     ASSERT_GE(blocks_.size(), 3u);
-    ASSERT_EQ(blocks_.back() + kBinaryBlockHeaderBytes, good_.size());
+    // The end marker, then the block index and its footer.
+    ASSERT_LT(blocks_.back() + kBinaryBlockHeaderBytes + kBinaryFooterBytes,
+              good_.size());
+    index_at_ = blocks_.back() + kBinaryBlockHeaderBytes;
   }
   TempDir dir_;
   std::string good_;
   std::vector<size_t> blocks_;
+  size_t index_at_ = 0;
 };
 
 TEST_F(BinaryDamageTest, TruncationAtAnyCutNamesTheBlock) {
@@ -301,6 +306,9 @@ TEST_F(BinaryDamageTest, TruncationAtAnyCutNamesTheBlock) {
     if (cut < kBinaryFileHeaderBytes) {
       expected = p + ": truncated binary trace (file header, byte offset " +
                  std::to_string(cut) + ")";
+    } else if (cut >= index_at_) {
+      expected = p + ": truncated binary trace (block index at byte offset " +
+                 std::to_string(index_at_) + ")";
     } else {
       size_t k = 0;
       while (k + 1 < blocks_.size() && blocks_[k + 1] <= cut) ++k;
@@ -341,24 +349,16 @@ TEST_F(BinaryDamageTest, OversizedBlockLengthIsNamed) {
           " bytes (at most 1048576)");
 }
 
-TEST_F(BinaryDamageTest, DataAfterTheEndMarker) {
-  std::string p = dir_.Write("extra.bbt", good_ + "x");
-  EXPECT_EQ(ReadAllError(p),
-            p +
-                ": corrupt binary trace: data after the end marker at byte "
-                "offset " +
-                std::to_string(good_.size()));
-}
-
 // A hand-made binary trace: one block of `payload` with a valid checksum, as
-// a forger (or a buggy writer) could make it.
-std::string ForgedTrace(const std::vector<uint8_t>& payload,
-                        uint32_t messages) {
+// a forger (or a buggy writer) could make it (in version 2 without an index:
+// the tests stop at the record they forge).
+std::string ForgedTrace(const std::vector<uint8_t>& payload, uint32_t messages,
+                        uint32_t version = 1) {
   std::string out(kBinaryMagic);
   auto u32 = [&out](uint32_t v) {
     for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
   };
-  u32(kBinaryVersion);
+  u32(version);
   u32(static_cast<uint32_t>(payload.size()));
   u32(messages);
   u32(libdeflate_crc32(0, payload.data(), payload.size()));
@@ -400,6 +400,24 @@ void PutCall(std::vector<uint8_t>& b, int64_t delta,
     PutVarint(b, raw_callid.size());
     b.insert(b.end(), raw_callid.begin(), raw_callid.end());
   }
+}
+
+TEST_F(BinaryDamageTest, DataAfterTheFooter) {
+  // The footer must end the file: what follows it hides it.
+  std::string p = dir_.Write("extra.bbt", good_ + "x");
+  EXPECT_EQ(ReadAllError(p),
+            p + ": truncated binary trace (block index at byte offset " +
+                std::to_string(index_at_) + ")");
+  // In version 1, nothing may follow the end marker.
+  std::vector<uint8_t> b = TwoNodes();
+  PutCall(b, 1);
+  std::string v1 = ForgedTrace(b, 1);
+  p = dir_.Write("extra1.bbt", v1 + "x");
+  EXPECT_EQ(ReadAllError(p),
+            p +
+                ": corrupt binary trace: data after the end marker at byte "
+                "offset " +
+                std::to_string(v1.size()));
 }
 
 TEST(BinaryFormatTest, ForgedTimestampDeltasOutOfRangeAreNamedNotUndefined) {
@@ -460,9 +478,9 @@ TEST(BinaryFormatTest, BadMagicAndVersion) {
   EXPECT_EQ(ReadAllError(p),
             p + ": not a bbprof binary trace (bad magic bytes)");
   std::string v = dir.Write(
-      "v.bbt", std::string(kBinaryMagic) + std::string("\2\0\0\0", 4));
-  EXPECT_EQ(ReadAllError(v), v + ": unsupported binary trace version 2 (this "
-                                 "bbprof reads version 1)");
+      "v.bbt", std::string(kBinaryMagic) + std::string("\3\0\0\0", 4));
+  EXPECT_EQ(ReadAllError(v), v + ": unsupported binary trace version 3 (this "
+                                 "bbprof reads versions 1 and 2)");
 }
 
 TEST(BinaryFormatTest, DecreasingTimestampIsAnErrorUnlessAllowed) {
@@ -597,14 +615,493 @@ TEST(BinaryFormatTest, NumericIdsComeAsNumbersAndCopyExactly) {
   EXPECT_FALSE((*r)->Next(rec));
   EXPECT_TRUE((*r)->status().ok());
   // Through numbers into text and into binary: the same bytes as through text.
-  ASSERT_TRUE(Copy(dir.File("in.bbt"), dir.File("n.trace"), TraceFormat::kText,
-                   numeric)
-                  .ok());
+  ASSERT_TRUE(
+      Copy(dir.File("in.bbt"), dir.File("n.trace"), TraceFormat::kText, numeric)
+          .ok());
   EXPECT_EQ(ReadFile(dir.File("n.trace")), text);
-  ASSERT_TRUE(Copy(dir.File("in.bbt"), dir.File("n.bbt"), TraceFormat::kBinary,
-                   numeric)
-                  .ok());
+  ASSERT_TRUE(
+      Copy(dir.File("in.bbt"), dir.File("n.bbt"), TraceFormat::kBinary, numeric)
+          .ok());
   EXPECT_EQ(ReadFile(dir.File("n.bbt")), ReadFile(dir.File("in.bbt")));
+}
+
+// ---- Version 2: patterned text ids -----------------------------------------
+
+// A random callid or pathid of the kinds patterned ids must carry exactly:
+// counters under a prefix with and without zero padding, widths that change
+// on one prefix, digit runs longer than 19, all-digit ids with leading zeros,
+// "-" and non-ASCII prefixes, ids without digits (repeated and not), prefixes
+// at and beyond the longest a pattern takes, and absent ids.
+std::string RandomTextId(std::mt19937_64& rng) {
+  auto digits = [&rng](size_t n) {
+    std::string d;
+    for (size_t i = 0; i < n; ++i) d += static_cast<char>('0' + rng() % 10);
+    return d;
+  };
+  switch (rng() % 16) {
+    case 0:
+      return "-";
+    case 1:
+      return "c" + std::to_string(rng() % 1000);
+    case 2:
+      return "p" + std::to_string(rng() % 100000);
+    case 3: {  // zero-padded to a random width
+      std::string n = std::to_string(rng() % 1000);
+      return "req-" + std::string(rng() % 5, '0') + n;
+    }
+    case 4:
+      return "r" + digits(1 + rng() % 25);  // any run, leading zeros too
+    case 5:
+      return digits(2 + rng() % 24);  // digits only: numeric or not
+    case 6:
+      return "-" + digits(1 + rng() % 3);
+    case 7:
+      return "\xc3\xa9t\xc3\xa9" + std::to_string(rng() % 50);  // "été"
+    case 8:
+      return rng() % 2 ? "alpha" : "\xe6\x97\xa5\xe6\x9c\xac";  // bare
+    case 9:
+      return "tcp:10.0.0." + std::to_string(rng() % 4) + ":80#" +
+             std::to_string(rng() % 30);
+    case 10: {  // hex, as trace ids of recorded spans
+      std::string h;
+      for (int i = 0; i < 32; ++i) h += "0123456789abcdef"[rng() % 16];
+      return h;
+    }
+    case 11:
+      return std::to_string(rng());  // canonical: numeric
+    case 12:
+      return "x" + std::to_string(rng()) + std::to_string(rng());
+    case 13:  // rarely, the longest prefix a pattern takes, and one more
+      if (rng() % 16 != 0) return "L" + digits(3);
+      return std::string(kMaxPatternPrefixBytes + rng() % 2, 'L') +
+             digits(1 + rng() % 3);
+    case 14:
+      return "0";
+    default:
+      return "00" + digits(rng() % 3);
+  }
+}
+
+// A text trace whose callids and pathids are RandomTextId()s.
+std::string RandomTextIdTrace(uint64_t seed, int n) {
+  std::mt19937_64 rng(seed);
+  std::string s = "#bbprof-trace 1\n";
+  TimeNs t = 1700000000000000000;
+  std::string pathid = "p1";
+  for (int i = 0; i < n; ++i) {
+    t += static_cast<TimeNs>(rng() % 3 == 0 ? 0 : rng() % 2000000);
+    std::string callid = RandomTextId(rng);
+    // A request's messages share a pathid: mostly repeat the last one.
+    if (rng() % 4 == 0) pathid = RandomTextId(rng);
+    s += FormatTimestamp(t) + "\t" + (rng() % 2 ? "CALL" : "RET") + "\tn" +
+         std::to_string(rng() % 5) + "\tn" + std::to_string(rng() % 5) + "\t" +
+         callid;
+    if (pathid != "-") s += "\t" + pathid;
+    s += "\n";
+  }
+  return s;
+}
+
+TEST(BinaryFormatTest, RandomTextIdsRoundTripExactly) {
+  TempDir dir;
+  for (uint64_t seed : {1, 2, 3}) {
+    std::string text = RandomTextIdTrace(seed, 20000);
+    std::string in = dir.Write("t.trace", text);
+    for (const char* name : {"t.bbt", "t.bbt.zst"}) {
+      ASSERT_TRUE(Copy(in, dir.File(name), TraceFormat::kBinary).ok());
+      ASSERT_TRUE(
+          Copy(dir.File(name), dir.File("back.trace"), TraceFormat::kText)
+              .ok());
+      EXPECT_TRUE(ReadFile(dir.File("back.trace")) == text)
+          << "seed " << seed << " " << name;
+    }
+    // Several blocks: the prefix tables start afresh in each.
+    EXPECT_GT(ReadFile(dir.File("t.bbt")).size(), 3 * kBinaryBlockTarget);
+    // Through numbers (numeric ids as numbers, the rest as text) too.
+    ReaderOptions numeric;
+    numeric.numeric_ids = true;
+    ASSERT_TRUE(Copy(dir.File("t.bbt"), dir.File("n.trace"), TraceFormat::kText,
+                     numeric)
+                    .ok());
+    EXPECT_TRUE(ReadFile(dir.File("n.trace")) == text) << "seed " << seed;
+  }
+}
+
+TEST(BinaryFormatTest, PatternedIdsSpellEveryWidthExactly) {
+  TempDir dir;
+  std::string text = "#bbprof-trace 1\n";
+  const char* ids[] = {"c9",
+                       "c10",
+                       "c010",
+                       "c0010",
+                       "c1000",
+                       "c0",
+                       "c00",
+                       "c",
+                       "c",
+                       "c7",
+                       "007",
+                       "00",
+                       "-1",
+                       "-01",
+                       "x",
+                       "x5",
+                       "x",
+                       "0000000000000000000001",
+                       "9999999999999999999999",
+                       "18446744073709551616",
+                       "c18446744073709551615",
+                       "c9999999999999999999"};
+  TimeNs t = 1;
+  for (const char* id : ids) {
+    text += FormatTimestamp(t++) + "\tCALL\ta\tb\t" + id + "\t" + id + "\n";
+  }
+  std::string in = dir.Write("w.trace", text);
+  ASSERT_TRUE(Copy(in, dir.File("w.bbt"), TraceFormat::kBinary).ok());
+  ASSERT_TRUE(
+      Copy(dir.File("w.bbt"), dir.File("back.trace"), TraceFormat::kText).ok());
+  EXPECT_EQ(ReadFile(dir.File("back.trace")), text);
+}
+
+// The issue's figure: the multi-tier trace with textual ids (`c415`,
+// `p828`) in at most 16 bytes a message, close to the numeric ids' 10.
+TEST(BinaryFormatTest, TextualIdsTakeAtMost16BytesPerMessage) {
+  TempDir dir;
+  NodeTable nodes;
+  bbprof::testing::SyntheticTrace gen(3);
+  std::vector<NodeId> ids;
+  for (const auto& n : gen.names()) ids.push_back(nodes.Intern(n));
+  auto w = OpenTraceWriter(dir.File("t.bbt"), &nodes);
+  ASSERT_TRUE(w.ok());
+  constexpr int kMessages = 200000;
+  std::string cbuf, pbuf;
+  for (int i = 0; i < kMessages; ++i) {
+    auto m = gen.Next();
+    cbuf = "c" + std::to_string(m.callid);
+    pbuf = "p" + std::to_string(m.pathid);
+    Record rec{m.ts_ns, ids[m.sender], ids[m.receiver], m.kind, cbuf, pbuf};
+    ASSERT_TRUE((*w)->Write(rec).ok());
+  }
+  ASSERT_TRUE((*w)->Close().ok());
+  double per_message =
+      static_cast<double>(ReadFile(dir.File("t.bbt")).size()) / kMessages;
+  EXPECT_LE(per_message, 16.0);
+  uint64_t n = 0;
+  EXPECT_EQ(ReadAllError(dir.File("t.bbt"), &n), "");
+  EXPECT_EQ(n, static_cast<uint64_t>(kMessages));
+}
+
+// Files written by the version-1 writer (before patterned ids and the
+// index) read exactly as before: tests/trace/testdata/*.v1.bbt were written
+// by bbprof convert at commit c3d5a38 from samples/paper_example.trace and
+// from RandomCanonicalTrace(23, 5000).
+TEST(BinaryFormatTest, VersionOneFilesStillReadExactly) {
+  TempDir dir;
+  const std::string data =
+      std::string(BBPROF_SOURCE_DIR) + "/tests/trace/testdata/";
+  ASSERT_EQ(ReadFile(data + "paper_example.v1.bbt").substr(8, 4),
+            std::string("\1\0\0\0", 4));
+  ASSERT_TRUE(Copy(data + "paper_example.v1.bbt", dir.File("p.trace"),
+                   TraceFormat::kText)
+                  .ok());
+  EXPECT_EQ(ReadFile(dir.File("p.trace")),
+            ReadFile(std::string(BBPROF_SOURCE_DIR) +
+                     "/samples/paper_example.trace"));
+  ASSERT_TRUE(
+      Copy(data + "random.v1.bbt", dir.File("r.trace"), TraceFormat::kText)
+          .ok());
+  EXPECT_TRUE(ReadFile(dir.File("r.trace")) == RandomCanonicalTrace(23, 5000));
+  // A version-1 file has no index to seek with, and says so.
+  auto r = OpenBinaryBlockRange(data + "random.v1.bbt", 0, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            data +
+                "random.v1.bbt: binary trace version 1 has no block index "
+                "(rewrite it with 'bbprof convert')");
+}
+
+// Forged patterned ids: every inconsistency is a named error.
+TEST(BinaryFormatTest, ForgedPatternsAreNamedErrors) {
+  TempDir dir;
+  struct Case {
+    std::vector<uint8_t> id;  // the callid's bytes after the node ids
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {{2 << 1}, "block 0: callid refers to an undefined prefix"},
+      {{1, 1, 'c', 21, 0}, "block 0: bad digit width of callid"},
+      {{1, 1, 'c', 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+        0x02},
+       "block 0: bad patterned callid"},
+      {{1, 1, 'c', 2, 0xc8, 0x01},
+       "block 0: callid has more digits than its width"},
+      {{0, 0, 10}, "block 0: non-canonical numeric callid"},
+      {{1, 0, 20}, "block 0: bad bare callid"},
+      {{1, 1, '-', 20}, "block 0: bad bare callid"},
+      {{0, 2, 'a', ' ', 2},
+       "message 1: corrupt binary trace: bad prefix of callid 'a ' contains "
+       "whitespace or control byte 0x20"},
+      {{0, 0x7f}, "block 0: callid prefix runs past the end of the block"},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint8_t> b = TwoNodes();
+    b.push_back(static_cast<uint8_t>(kIdPattern << 2));
+    PutVarint(b, ZigZag(1));
+    b.insert(b.end(), {0, 1});
+    b.insert(b.end(), c.id.begin(), c.id.end());
+    std::string p = dir.Write("f.bbt", ForgedTrace(b, 1, 2));
+    std::string err = ReadAllError(p);
+    EXPECT_NE(err.find(c.error), std::string::npos) << err;
+    EXPECT_EQ(err.rfind(p + ": ", 0), 0u) << err;
+  }
+  // In version 1, encoding 3 was never written.
+  std::vector<uint8_t> b = TwoNodes();
+  b.push_back(static_cast<uint8_t>(kIdPattern << 2));
+  PutVarint(b, ZigZag(1));
+  b.insert(b.end(), {0, 1, 0, 1, 'c', 5});
+  std::string p = dir.Write("v1.bbt", ForgedTrace(b, 1, 1));
+  EXPECT_NE(ReadAllError(p).find("block 0: bad encoding of callid"),
+            std::string::npos)
+      << ReadAllError(p);
+}
+
+// ---- Version 2: the block index ---------------------------------------------
+
+// Every record (as its text line) and meta line a reader hands out.
+struct Contents {
+  std::vector<std::string> lines;
+  std::vector<std::string> meta;
+  std::string error;
+};
+
+std::string Line(TraceReader& r, const Record& rec) {
+  return FormatTimestamp(rec.ts_ns) + " " + std::string(KindName(rec.kind)) +
+         " " + std::string(r.nodes().Name(rec.sender)) + " " +
+         std::string(r.nodes().Name(rec.receiver)) + " " +
+         std::string(rec.callid) + " " + std::string(rec.pathid) + " " +
+         std::string(rec.op);
+}
+
+Contents ReadContents(Result<std::unique_ptr<TraceReader>> r) {
+  Contents c;
+  if (!r.ok()) {
+    c.error = r.status().message();
+    return c;
+  }
+  Record rec;
+  while ((*r)->Next(rec)) c.lines.push_back(Line(**r, rec));
+  c.meta = (*r)->meta();
+  c.error = (*r)->status().message();
+  return c;
+}
+
+class BinaryIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Meta lines between records, ops, raw and patterned ids, and runs of
+    // equal timestamps long enough to straddle block boundaries.
+    std::string text = RandomCanonicalTrace(5, 40000);
+    std::string in = dir_.Write("r.trace", text);
+    path_ = dir_.File("r.bbt");
+    ASSERT_TRUE(Copy(in, path_, TraceFormat::kBinary).ok());
+    whole_ = ReadContents(OpenTraceReader(path_));
+    ASSERT_EQ(whole_.error, "");
+    Result<std::vector<BinaryBlockInfo>> index = ReadBinaryBlockIndex(path_);
+    ASSERT_TRUE(index.ok()) << index.status().message();
+    blocks_ = *index;
+    ASSERT_GE(blocks_.size(), 8u);
+  }
+  TempDir dir_;
+  std::string path_;
+  Contents whole_;
+  std::vector<BinaryBlockInfo> blocks_;
+};
+
+TEST_F(BinaryIndexTest, IndexDescribesTheBlocks) {
+  uint64_t messages = 0;
+  EXPECT_EQ(blocks_[0].offset, kBinaryFileHeaderBytes);
+  for (const BinaryBlockInfo& b : blocks_) {
+    messages += b.messages;
+    EXPECT_LE(b.min_ts, b.max_ts);
+  }
+  EXPECT_EQ(messages, whole_.lines.size());
+}
+
+TEST_F(BinaryIndexTest, BlockRangesConcatenateToTheWholeTrace) {
+  const uint64_t n = blocks_.size();
+  for (uint64_t split : {uint64_t{0}, uint64_t{1}, n / 2, n - 1, n}) {
+    Contents a = ReadContents(OpenBinaryBlockRange(path_, 0, split));
+    Contents b = ReadContents(OpenBinaryBlockRange(path_, split, n));
+    ASSERT_EQ(a.error, "");
+    ASSERT_EQ(b.error, "");
+    a.lines.insert(a.lines.end(), b.lines.begin(), b.lines.end());
+    a.meta.insert(a.meta.end(), b.meta.begin(), b.meta.end());
+    EXPECT_TRUE(a.lines == whole_.lines) << "split " << split;
+    EXPECT_EQ(a.meta, whole_.meta) << "split " << split;
+  }
+  // Block by block, sharing one node table (as the ranks of a run would
+  // each have their own: both work).
+  Contents all;
+  auto nodes = std::make_shared<NodeTable>();
+  for (uint64_t i = 0; i < n; ++i) {
+    Contents c = ReadContents(OpenBinaryBlockRange(path_, i, i + 1, nodes));
+    ASSERT_EQ(c.error, "");
+    EXPECT_EQ(c.lines.size(), blocks_[i].messages);
+    all.lines.insert(all.lines.end(), c.lines.begin(), c.lines.end());
+  }
+  EXPECT_TRUE(all.lines == whole_.lines);
+  EXPECT_EQ(ReadContents(OpenBinaryBlockRange(path_, 3, 3)).lines.size(), 0u);
+  EXPECT_EQ(ReadContents(OpenBinaryBlockRange(path_, 2, n + 1)).error,
+            path_ + ": block range [2, " + std::to_string(n + 1) +
+                ") is not within its " + std::to_string(n) + " blocks");
+}
+
+TEST_F(BinaryIndexTest, TimeRangeReturnsExactlyTheRecordsInIt) {
+  std::vector<TimeNs> ts;
+  {
+    auto r = OpenTraceReader(path_);
+    ASSERT_TRUE(r.ok());
+    Record rec;
+    while ((*r)->Next(rec)) ts.push_back(rec.ts_ns);
+  }
+  std::mt19937_64 rng(9);
+  std::vector<std::pair<TimeNs, TimeNs>> ranges = {
+      {0, ts.front()},              // before everything: empty
+      {ts.back() + 1, kMaxTimeNs},  // after everything: empty
+      {0, kMaxTimeNs},              // everything
+      {ts[100], ts[100]},           // empty interval
+      {ts[100], ts[100] + 1},       // one timestamp, maybe several records
+  };
+  // Boundaries at block edges, where equal timestamps may straddle blocks.
+  for (size_t i = 1; i < blocks_.size(); i += 3) {
+    ranges.push_back({blocks_[i].min_ts, blocks_[i].min_ts + 1});
+    ranges.push_back({blocks_[i - 1].max_ts, blocks_[i].max_ts});
+  }
+  for (int i = 0; i < 30; ++i) {
+    TimeNs a = ts[rng() % ts.size()], b = ts[rng() % ts.size()];
+    ranges.push_back(
+        {std::min(a, b), std::max(a, b) + static_cast<TimeNs>(rng() % 2)});
+  }
+  for (auto [from, to] : ranges) {
+    std::vector<std::string> want;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (ts[i] >= from && ts[i] < to) want.push_back(whole_.lines[i]);
+    }
+    Contents got = ReadContents(OpenBinaryTimeRange(path_, from, to));
+    ASSERT_EQ(got.error, "");
+    EXPECT_TRUE(got.lines == want)
+        << "[" << from << ", " << to << "): " << got.lines.size() << " vs "
+        << want.size();
+  }
+}
+
+TEST_F(BinaryIndexTest, UnsortedTraceTimeRangeStillExact) {
+  TempDir dir;
+  std::string text = "#bbprof-trace 1\n";
+  std::mt19937_64 rng(4);
+  std::vector<TimeNs> ts;
+  for (int i = 0; i < 30000; ++i) {
+    ts.push_back(1000000 + static_cast<TimeNs>(rng() % 1000000000));
+    text += FormatTimestamp(ts.back()) + "\tMSG\ta\tb\tc" + std::to_string(i) +
+            "\n";
+  }
+  ReaderOptions unsorted;
+  unsorted.allow_unsorted = true;
+  std::string in = dir.Write("u.trace", text);
+  ASSERT_TRUE(Copy(in, dir.File("u.bbt"), TraceFormat::kBinary, unsorted).ok());
+  const TimeNs from = 300000000, to = 310000000;
+  uint64_t want = 0;
+  for (TimeNs t : ts) want += t >= from && t < to;
+  Contents got = ReadContents(
+      OpenBinaryTimeRange(dir.File("u.bbt"), from, to, nullptr, unsorted));
+  ASSERT_EQ(got.error, "");
+  EXPECT_EQ(got.lines.size(), want);
+}
+
+TEST_F(BinaryIndexTest, RangeReadsNeedAnUncompressedVersionTwoFile) {
+  ASSERT_TRUE(Copy(path_, dir_.File("z.bbt.zst"), TraceFormat::kBinary).ok());
+  EXPECT_EQ(
+      ReadContents(OpenBinaryBlockRange(dir_.File("z.bbt.zst"), 0, 1)).error,
+      dir_.File("z.bbt.zst") +
+          ": a compressed trace cannot be read by block range "
+          "(decompress it first)");
+  EXPECT_EQ(
+      ReadContents(OpenBinaryTimeRange(dir_.File("r.trace"), 0, 1)).error,
+      dir_.File("r.trace") + ": not a bbprof binary trace (bad magic bytes)");
+}
+
+// A damaged index or footer: the whole-file reader and the range readers
+// name the file and the byte offset; no byte flipped or cut anywhere after
+// the blocks crashes either of them or goes unnoticed.
+TEST_F(BinaryIndexTest, DamagedIndexIsNamedNeverACrash) {
+  const std::string good = ReadFile(path_);
+  const size_t index_at = BlockOffsets(good).back() + kBinaryBlockHeaderBytes;
+  const size_t footer_at = good.size() - kBinaryFooterBytes;
+  std::vector<size_t> spots;
+  for (size_t at = index_at; at < good.size(); at += 7) spots.push_back(at);
+  for (size_t at = footer_at; at < good.size(); ++at) spots.push_back(at);
+  for (size_t at : spots) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x21);
+    std::string p = dir_.Write("bad.bbt", bad);
+    std::string whole = ReadAllError(p);
+    EXPECT_EQ(whole.rfind(p + ": ", 0), 0u) << at << ": " << whole;
+    EXPECT_NE(whole.find("binary trace"), std::string::npos) << whole;
+    for (std::string err :
+         {ReadContents(OpenBinaryBlockRange(p, 0, 2)).error,
+          ReadContents(OpenBinaryTimeRange(p, 0, kMaxTimeNs)).error}) {
+      EXPECT_EQ(err.rfind(p + ": ", 0), 0u) << at << ": " << err;
+      EXPECT_NE(err.find("byte offset"), std::string::npos) << err;
+    }
+  }
+  for (size_t cut : {good.size() - 1, footer_at, index_at + 5}) {
+    std::string p = dir_.Write("cut.bbt", good.substr(0, cut));
+    EXPECT_EQ(ReadAllError(p), p +
+                                   ": truncated binary trace (block index at "
+                                   "byte offset " +
+                                   std::to_string(index_at) + ")");
+    EXPECT_EQ(ReadContents(OpenBinaryBlockRange(p, 0, 1)).error.rfind(p, 0),
+              0u);
+  }
+}
+
+// An index that is well-formed and checksummed but lies about a block (as a
+// buggy writer could make it): the range reader checks each block it reads
+// against its entry.
+TEST_F(BinaryIndexTest, ForgedIndexEntryDisagreeingWithItsBlock) {
+  std::string bytes = ReadFile(path_);
+  const size_t footer_at = bytes.size() - kBinaryFooterBytes;
+  const size_t index_at = LoadLe32(bytes, footer_at);
+  const size_t length = LoadLe32(bytes, footer_at + 16);
+  // Block 2's message count, one more; then the index checksum again.
+  const size_t entry = index_at + 2 * kBinaryIndexEntryBytes;
+  StoreLe32(&bytes, entry + 8, LoadLe32(bytes, entry + 8) + 1);
+  StoreLe32(&bytes, footer_at + 24, Crc32(bytes.substr(index_at, length)));
+  std::string p = dir_.Write("lie.bbt", bytes);
+  EXPECT_EQ(ReadContents(OpenBinaryBlockRange(p, 1, 4)).error,
+            p +
+                ": corrupt binary trace: block 2: does not match its block "
+                "index entry (" +
+                std::to_string(blocks_[2].messages) + " messages from " +
+                FormatTimestamp(blocks_[2].min_ts) + " to " +
+                FormatTimestamp(blocks_[2].max_ts) + ")");
+  EXPECT_EQ(ReadAllError(p),
+            p + ": corrupt binary trace: block index at byte offset " +
+                std::to_string(index_at) +
+                ": it does not describe the blocks before it");
+  // An offset moved by one: the block before it no longer fits.
+  bytes = ReadFile(path_);
+  StoreLe32(&bytes, entry, LoadLe32(bytes, entry) + 1);
+  StoreLe32(&bytes, footer_at + 24, Crc32(bytes.substr(index_at, length)));
+  p = dir_.Write("off.bbt", bytes);
+  const uint64_t len =
+      blocks_[2].offset - blocks_[1].offset - kBinaryBlockHeaderBytes;
+  EXPECT_EQ(ReadContents(OpenBinaryBlockRange(p, 1, 2)).error,
+            p + ": corrupt binary trace: block 1 at byte offset " +
+                std::to_string(blocks_[1].offset) + " claims " +
+                std::to_string(len) +
+                " bytes, but its block index entry leaves " +
+                std::to_string(len + 1));
 }
 
 }  // namespace
