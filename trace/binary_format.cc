@@ -124,6 +124,37 @@ constexpr uint64_t kPowersOf10[20] = {1,
                                       1000000000000000000,
                                       10000000000000000000u};
 
+// Lowercase hexadecimal ids (trace and span ids of tracers, hashes) are
+// stored two digits a byte, the first in the high nibble.
+bool IsLowerHex(std::string_view s) {
+  if (s.size() < 2) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+uint8_t* PackHex(uint8_t* p, std::string_view s) {
+  auto nibble = [](char c) {
+    return static_cast<uint8_t>(c <= '9' ? c - '0' : c - 'a' + 10);
+  };
+  for (size_t i = 0; i < s.size(); i += 2) {
+    uint8_t lo = i + 1 < s.size() ? nibble(s[i + 1]) : 0;
+    *p++ = static_cast<uint8_t>(nibble(s[i]) << 4 | lo);
+  }
+  return p;
+}
+
+// Unpacks `len` hex digits from p into out; returns the end of the input.
+const uint8_t* UnpackHex(const uint8_t* p, size_t len, char* out) {
+  static const char kDigits[] = "0123456789abcdef";
+  for (size_t i = 0; i < len; i += 2, ++p) {
+    out[i] = kDigits[*p >> 4];
+    if (i + 1 < len) out[i + 1] = kDigits[*p & 15];
+  }
+  return p;
+}
+
 std::string Hex(uint8_t b) {
   static const char kDigits[] = "0123456789abcdef";
   return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
@@ -468,6 +499,8 @@ class BinaryReader final : public TraceReader {
     prev_callid_ = 0;
     prev_pathid_ = 0;
     prefixes_.clear();
+    arena_.clear();
+    arena_.reserve(2 * static_cast<size_t>(len));
     callid_text_.slot = pathid_text_.slot = UINT64_MAX;
     return true;
   }
@@ -563,8 +596,22 @@ class BinaryReader final : public TraceReader {
       }
       case kIdRaw: {
         uint64_t len;
-        if (!DecodeVarint(p_, &len) || p_ > end_ ||
-            len > static_cast<uint64_t>(end_ - p_)) {
+        if (!DecodeVarint(p_, &len) || p_ > end_) {
+          return CorruptAt(what, " runs past the end of the block");
+        }
+        if (version_ >= 2 && (len & 1)) {  // packed lowercase hex
+          len >>= 1;
+          if (len == 0 || len > kMaxTokenBytes ||
+              (len + 1) / 2 > static_cast<uint64_t>(end_ - p_)) {
+            return CorruptAt("bad hex ", what);
+          }
+          text->slot = UINT64_MAX;  // the buffer's prefix is overwritten
+          *out = std::string_view(text->buf.get(), len);
+          p_ = UnpackHex(p_, len, text->buf.get());
+          return true;
+        }
+        if (version_ >= 2) len >>= 1;
+        if (len > static_cast<uint64_t>(end_ - p_)) {
           return CorruptAt(what, " runs past the end of the block");
         }
         *out = std::string_view(reinterpret_cast<const char*>(p_), len);
@@ -645,15 +692,29 @@ class BinaryReader final : public TraceReader {
 
   [[gnu::noinline]] bool DefinePrefix(TokenKind kind, const char* what) {
     uint64_t len;
-    if (!DecodeVarint(p_, &len) || p_ > end_ ||
-        len > static_cast<uint64_t>(end_ - p_)) {
+    if (!DecodeVarint(p_, &len) || p_ > end_) {
       return CorruptAt(what, " prefix runs past the end of the block");
     }
+    const bool hex = len & 1;
+    len >>= 1;
     if (len > kMaxPatternPrefixBytes) {
       return CorruptAt(what, " prefix is too long");
     }
-    std::string_view prefix(reinterpret_cast<const char*>(p_), len);
-    p_ += len;
+    if ((hex ? (len + 1) / 2 : len) > static_cast<uint64_t>(end_ - p_)) {
+      return CorruptAt(what, " prefix runs past the end of the block");
+    }
+    std::string_view prefix;
+    if (hex) {
+      // Unpacked into the block's arena, which never reallocates within a
+      // block (it has room for twice the block), so views stay valid.
+      const size_t at = arena_.size();
+      arena_.resize(at + len);
+      p_ = UnpackHex(p_, len, arena_.data() + at);
+      prefix = std::string_view(arena_.data() + at, len);
+    } else {
+      prefix = std::string_view(reinterpret_cast<const char*>(p_), len);
+      p_ += len;
+    }
     // Digits follow a prefix, so "" and "-" are prefixes even though they
     // are not tokens; anything else must be one.
     if (!prefix.empty() && prefix != "-") {
@@ -840,6 +901,7 @@ class BinaryReader final : public TraceReader {
   // in Record::op stay valid as definitions are added.
   std::deque<std::string> file_ops_;
   std::vector<Prefix> prefixes_;  // this block's prefix table
+  std::vector<char> arena_;       // its prefixes that were packed hex
   // Where decoded numeric ids are written out as text.
   char callid_buf_[24] = {};
   char pathid_buf_[24] = {};
@@ -1070,6 +1132,18 @@ class BinaryWriter final : public TraceWriter {
     px.value = v;
   }
 
+  // A raw id or a prefix: varint (length << 1 | packed hex), then its bytes,
+  // or its digits two a byte.
+  static uint8_t* PutText(uint8_t* p, std::string_view text) {
+    if (IsLowerHex(text)) {
+      p = PutVarint(p, uint64_t{text.size()} << 1 | 1);
+      return PackHex(p, text);
+    }
+    p = PutVarint(p, uint64_t{text.size()} << 1);
+    if (!text.empty()) std::memcpy(p, text.data(), text.size());
+    return p + text.size();
+  }
+
   static uint8_t* PutId(uint8_t* p, const IdPlan& plan, uint64_t* prev) {
     switch (plan.enc) {
       case kIdNumeric:
@@ -1077,18 +1151,10 @@ class BinaryWriter final : public TraceWriter {
         *prev = plan.value;
         return p;
       case kIdRaw:
-        p = PutVarint(p, plan.text.size());
-        std::memcpy(p, plan.text.data(), plan.text.size());
-        return p + plan.text.size();
+        return PutText(p, plan.text);
       case kIdPattern:
         p = PutVarint(p, uint64_t{plan.slot} << 1 | (plan.width >= 0 ? 1 : 0));
-        if (plan.define) {
-          p = PutVarint(p, plan.text.size());
-          if (!plan.text.empty()) {
-            std::memcpy(p, plan.text.data(), plan.text.size());
-          }
-          p += plan.text.size();
-        }
+        if (plan.define) p = PutText(p, plan.text);
         if (plan.width >= 0)
           p = PutVarint(p, static_cast<uint64_t>(plan.width));
         if (!plan.bare) p = PutVarint(p, plan.delta);

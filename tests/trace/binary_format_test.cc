@@ -829,16 +829,16 @@ TEST(BinaryFormatTest, ForgedPatternsAreNamedErrors) {
   };
   const std::vector<Case> cases = {
       {{2 << 1}, "block 0: callid refers to an undefined prefix"},
-      {{1, 1, 'c', 21, 0}, "block 0: bad digit width of callid"},
-      {{1, 1, 'c', 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+      {{1, 2, 'c', 21, 0}, "block 0: bad digit width of callid"},
+      {{1, 2, 'c', 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
         0x02},
        "block 0: bad patterned callid"},
-      {{1, 1, 'c', 2, 0xc8, 0x01},
+      {{1, 2, 'c', 2, 0xc8, 0x01},
        "block 0: callid has more digits than its width"},
       {{0, 0, 10}, "block 0: non-canonical numeric callid"},
       {{1, 0, 20}, "block 0: bad bare callid"},
-      {{1, 1, '-', 20}, "block 0: bad bare callid"},
-      {{0, 2, 'a', ' ', 2},
+      {{1, 2, '-', 20}, "block 0: bad bare callid"},
+      {{0, 4, 'a', ' ', 2},
        "message 1: corrupt binary trace: bad prefix of callid 'a ' contains "
        "whitespace or control byte 0x20"},
       {{0, 0x7f}, "block 0: callid prefix runs past the end of the block"},
@@ -853,6 +853,19 @@ TEST(BinaryFormatTest, ForgedPatternsAreNamedErrors) {
     std::string err = ReadAllError(p);
     EXPECT_NE(err.find(c.error), std::string::npos) << err;
     EXPECT_EQ(err.rfind(p + ": ", 0), 0u) << err;
+  }
+  // A raw id of packed hex digits, empty or longer than its block.
+  for (auto [id, error] :
+       {std::pair<std::vector<uint8_t>, std::string>{{1}, "bad hex callid"},
+        {{0x41, 0xab}, "bad hex callid"}}) {
+    std::vector<uint8_t> b = TwoNodes();
+    b.push_back(static_cast<uint8_t>(kIdRaw << 2));
+    PutVarint(b, ZigZag(1));
+    b.insert(b.end(), {0, 1});
+    b.insert(b.end(), id.begin(), id.end());
+    std::string p = dir.Write("h.bbt", ForgedTrace(b, 1, 2));
+    EXPECT_NE(ReadAllError(p).find(error), std::string::npos)
+        << ReadAllError(p);
   }
   // In version 1, encoding 3 was never written.
   std::vector<uint8_t> b = TwoNodes();
