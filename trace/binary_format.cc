@@ -1016,8 +1016,9 @@ class BinaryWriter final : public TraceWriter {
       buf_.insert(buf_.end(), small, p);
     }
     ++block_messages_;
-    block_min_ = std::min(block_min_, rec.ts_ns);
-    block_max_ = std::max(block_max_, rec.ts_ns);
+    if (rec.ts_ns < block_min_) [[unlikely]]
+      block_min_ = rec.ts_ns;
+    if (rec.ts_ns > block_max_) block_max_ = rec.ts_ns;
     ++records_;
     return MaybeFlush();
   }
@@ -1041,22 +1042,26 @@ class BinaryWriter final : public TraceWriter {
   // number), raw (`text` is the token) or patterned (`slot` in the block's
   // prefix table; `text` the prefix when this id defines it; `width` the
   // new width code when it changes, else -1; `value` the digits' value).
+  // Only `enc` and `text` start set (Write reads text's size for every
+  // id); the rest is set with the encoding that uses it, so the numeric
+  // path stores no more than it needs.
   struct IdPlan {
     uint8_t enc = kIdAbsent;
-    uint64_t value = 0;
     std::string_view text;
-    uint32_t slot = 0;
-    int width = -1;
-    bool define = false;
-    bool bare = false;
-    uint64_t delta = 0;  // zigzag delta from the prefix's last value
+    uint64_t value;
+    uint32_t slot;
+    int width;
+    bool define;
+    bool bare;
+    uint64_t delta;  // zigzag delta from the prefix's last value
   };
 
   // The writer's side of a prefix table slot.
   struct Prefix {
     std::string text;
-    uint8_t width = 0;
-    uint64_t value = 0;
+    uint32_t slot;
+    uint8_t width;
+    uint64_t value;
   };
 
   // Chooses the encoding of an id, updating the block's prefix table as the
@@ -1066,8 +1071,8 @@ class BinaryWriter final : public TraceWriter {
   // written as a pattern: repeated prefixes are sent once a block, and the
   // digits as a delta from the prefix's last value. `field` is 0 for the
   // callid, 1 for the pathid (each remembers its last slot).
-  void Plan(std::string_view token, bool is_number, uint64_t number, int field,
-            IdPlan* plan) {
+  [[gnu::always_inline]] void Plan(std::string_view token, bool is_number,
+                                   uint64_t number, int field, IdPlan* plan) {
     if (is_number) {
       plan->enc = kIdNumeric;
       plan->value = number;
@@ -1078,58 +1083,81 @@ class BinaryWriter final : public TraceWriter {
       plan->enc = kIdNumeric;
       return;
     }
+    PlanText(token, field, plan);
+  }
+
+  // The text part of Plan, out of line: numeric ids (maketrace, capture)
+  // never come here.
+  [[gnu::noinline]] void PlanText(std::string_view token, int field,
+                                  IdPlan* plan) {
+    // The trailing digits and their value, in one pass from the end.
     size_t d = token.size();
-    while (d > 0 && token.size() - d < kMaxPatternDigits &&
-           static_cast<unsigned>(token[d - 1] - '0') <= 9) {
+    size_t nd = 0;
+    uint64_t v = 0;
+    while (d > 0 && nd < kMaxPatternDigits) {
+      const auto c = static_cast<unsigned>(token[d - 1] - '0');
+      if (c > 9) break;
+      v += c * kPowersOf10[nd];
+      ++nd;
       --d;
     }
     const std::string_view prefix = token.substr(0, d);
-    const std::string_view digits = token.substr(d);
     if (prefix.size() > kMaxPatternPrefixBytes) {
       plan->enc = kIdRaw;
       plan->text = token;
       return;
     }
     plan->enc = kIdPattern;
-    uint32_t slot = last_slot_[field];
-    if (slot >= prefixes_.size() || prefixes_[slot].text != prefix) {
+    plan->define = false;
+    plan->width = -1;
+    plan->bare = false;
+    plan->delta = 0;
+    Prefix* px = last_prefix_[field];
+    if (px == nullptr || !SameText(px->text, prefix)) {
       auto it = prefix_slots_.find(prefix);
       if (it != prefix_slots_.end()) {
-        slot = it->second;
+        px = &prefixes_[it->second];
       } else {
-        slot = static_cast<uint32_t>(prefixes_.size());
-        prefixes_.push_back({std::string(prefix), 0, 0});
-        prefix_slots_.emplace(prefixes_.back().text, slot);
+        const auto slot = static_cast<uint32_t>(prefixes_.size());
+        px = &prefixes_.emplace_back(Prefix{std::string(prefix), slot, 0, 0});
+        prefix_slots_.emplace(px->text, slot);
         plan->define = true;
-        plan->text = prefixes_.back().text;
+        plan->text = px->text;
       }
-      last_slot_[field] = slot;
+      last_prefix_[field] = px;
     }
-    plan->slot = slot;
-    Prefix& px = prefixes_[slot];
+    plan->slot = px->slot;
     // The width code: keep the slot's when it spells these digits.
     uint8_t width;
-    if (digits.empty()) {
+    if (nd == 0) {
       width = kPatternBare;
-    } else if (px.width == digits.size()) {
-      width = px.width;  // zero-padded to the same width (never bare here)
-    } else if (digits[0] != '0' || digits.size() == 1) {
+    } else if (px->width == nd) {
+      width = px->width;  // zero-padded to the same width (never bare here)
+    } else if (token[d] != '0' || nd == 1) {
       width = 0;
     } else {
-      width = static_cast<uint8_t>(digits.size());
+      width = static_cast<uint8_t>(nd);
     }
-    if (width != px.width) {
+    if (width != px->width) {
       plan->width = width;
-      px.width = width;
+      px->width = width;
     }
     if (width == kPatternBare) {
       plan->bare = true;
       return;
     }
-    uint64_t v = 0;
-    for (char c : digits) v = v * 10 + static_cast<unsigned>(c - '0');
-    plan->delta = ZigZag(static_cast<int64_t>(v - px.value));
-    px.value = v;
+    plan->delta = ZigZag(static_cast<int64_t>(v - px->value));
+    px->value = v;
+  }
+
+  // Equal text, without a call for the short prefixes most ids have.
+  static bool SameText(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    if (a.size() > 16) return std::memcmp(a.data(), b.data(), a.size()) == 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
   }
 
   // A raw id or a prefix: varint (length << 1 | packed hex), then its bytes,
@@ -1144,24 +1172,25 @@ class BinaryWriter final : public TraceWriter {
     return p + text.size();
   }
 
-  static uint8_t* PutId(uint8_t* p, const IdPlan& plan, uint64_t* prev) {
-    switch (plan.enc) {
-      case kIdNumeric:
-        p = PutVarint(p, ZigZag(static_cast<int64_t>(plan.value - *prev)));
-        *prev = plan.value;
-        return p;
-      case kIdRaw:
-        return PutText(p, plan.text);
-      case kIdPattern:
-        p = PutVarint(p, uint64_t{plan.slot} << 1 | (plan.width >= 0 ? 1 : 0));
-        if (plan.define) p = PutText(p, plan.text);
-        if (plan.width >= 0)
-          p = PutVarint(p, static_cast<uint64_t>(plan.width));
-        if (!plan.bare) p = PutVarint(p, plan.delta);
-        return p;
-      default:
-        return p;
+  // Numbers first and inline: they are what maketrace and capture write.
+  [[gnu::always_inline]] static uint8_t* PutId(uint8_t* p, const IdPlan& plan,
+                                               uint64_t* prev) {
+    if (plan.enc == kIdNumeric) {
+      p = PutVarint(p, ZigZag(static_cast<int64_t>(plan.value - *prev)));
+      *prev = plan.value;
+      return p;
     }
+    if (plan.enc == kIdAbsent) return p;
+    return PutTextId(p, plan);
+  }
+
+  [[gnu::noinline]] static uint8_t* PutTextId(uint8_t* p, const IdPlan& plan) {
+    if (plan.enc == kIdRaw) return PutText(p, plan.text);
+    p = PutVarint(p, uint64_t{plan.slot} << 1 | (plan.width >= 0 ? 1 : 0));
+    if (plan.define) p = PutText(p, plan.text);
+    if (plan.width >= 0) p = PutVarint(p, static_cast<uint64_t>(plan.width));
+    if (!plan.bare) p = PutVarint(p, plan.delta);
+    return p;
   }
 
   // The file-local id of a node, emitting its definition on first use.
@@ -1244,7 +1273,7 @@ class BinaryWriter final : public TraceWriter {
     prev_pathid_ = 0;
     prefixes_.clear();
     prefix_slots_.clear();
-    last_slot_[0] = last_slot_[1] = UINT32_MAX;
+    last_prefix_[0] = last_prefix_[1] = nullptr;
     return Status::Ok();
   }
 
@@ -1284,11 +1313,11 @@ class BinaryWriter final : public TraceWriter {
   std::vector<std::string> op_names_;  // file id -> operation name
   std::string last_op_;
   uint32_t last_op_id_ = 0;
-  // This block's prefix table (patterned ids), and each field's last slot.
+  // This block's prefix table (patterned ids), and each field's last prefix.
   // A deque: the map's keys are views of its strings, which must not move.
   std::deque<Prefix> prefixes_;
   std::unordered_map<std::string_view, uint32_t> prefix_slots_;
-  uint32_t last_slot_[2] = {UINT32_MAX, UINT32_MAX};
+  Prefix* last_prefix_[2] = {nullptr, nullptr};
   uint32_t block_messages_ = 0;
   TimeNs block_min_ = INT64_MAX;
   TimeNs block_max_ = INT64_MIN;
