@@ -18,24 +18,15 @@ config=${2:-$here/samples/multitier-parallelism-high.conf}
 work=$(mktemp -d "${TMPDIR:-/tmp}/maketrace-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-now() { date +%s.%N; }
-best() {  # best of 3 wall-clock seconds of "$@"
-  b=""
-  for _ in 1 2 3; do
-    t0=$(now); "$@"; t1=$(now)
-    t=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$b" ] || [ "$(echo "$t < $b" | bc -l)" = 1 ]; then b=$t; fi
-  done
-  echo "$b"
-}
+. "$here/bench/lib/best_time.sh"
 
 for ext in bbt trace; do
   out=$work/gen.$ext
-  g=$(best "$bbprof" maketrace "$config" -o "$out" --messages "$messages" -q)
+  g=$(best_time "$bbprof" maketrace "$config" -o "$out" --messages "$messages" -q)
   n=$(grep -a -o 'written=[0-9]*' "$out" | tail -1 | cut -d= -f2 || true)
   [ -n "$n" ] || n=$messages
   size=$(stat -c %s "$out")
-  c=$(best sh -c "cat '$out' > /dev/null")
+  c=$(best_time sh -c "cat '$out' > /dev/null")
   printf '%-6s %10s msgs %6.1f MB  maketrace %.3f s = %5.2f M msg/s   cat %.3f s   ratio %.1f\n' \
     "$ext" "$n" "$(echo "$size / 1000000" | bc -l)" "$g" \
     "$(echo "$n / $g / 1000000" | bc -l)" "$c" "$(echo "$g / $c" | bc -l)"
@@ -43,7 +34,7 @@ done
 
 # The same text generation to a pipe, without the file system: the cost of
 # generating and formatting alone.
-g=$(best sh -c "'$bbprof' maketrace '$config' -o - --messages $messages -q > /dev/null")
+g=$(best_time sh -c "'$bbprof' maketrace '$config' -o - --messages $messages -q > /dev/null")
 printf 'text to /dev/null via stdout: maketrace %.3f s = %5.2f M msg/s\n' "$g" \
   "$(echo "$messages / $g / 1000000" | bc -l)"
 

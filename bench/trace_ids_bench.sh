@@ -87,21 +87,12 @@ for _ in $(seq "$runs"); do
 done | awk '{ k = $1; if ($2 == "(numeric") k = k " numeric-ids"; v = $(NF - 4) + 0;
               if (!(k in b) || v > b[k]) b[k] = v }
             END { for (k in b) printf "  %-32s %6.2f\n", k, b[k] }' | sort
-now() { date +%s.%N; }
-best3() {
-  b=""
-  for _ in 1 2 3; do
-    t0=$(now); "$@"; t1=$(now)
-    t=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$b" ] || [ "$(echo "$t < $b" | bc -l)" = 1 ]; then b=$t; fi
-  done
-  echo "$b"
-}
+. "$here/bench/lib/best_time.sh"
 echo "binary to binary convert (read + write), best of 3 (s):"
 for name in numeric textual spans; do
-  line="  $name: $(best3 "$bbprof" convert "$name.bbt" copy.bbt)"
+  line="  $name: $(best_time "$bbprof" convert "$name.bbt" copy.bbt)"
   if [ -n "$old" ]; then
-    line="$line  old: $(best3 "$old" convert "$name.old.bbt" copy.bbt)"
+    line="$line  old: $(best_time "$old" convert "$name.old.bbt" copy.bbt)"
   fi
   echo "$line"
 done
