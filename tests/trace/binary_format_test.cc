@@ -1138,5 +1138,33 @@ TEST(BinaryFormatTest, ForgedBlockBytesNeverCrashAReader) {
   }
 }
 
+// A trace without records still has an index: a block of meta lines, or
+// none at all, and range reads of it are empty.
+TEST(BinaryFormatTest, TracesWithoutRecordsHaveAnIndexToo) {
+  TempDir dir;
+  for (std::string text : {std::string("#bbprof-trace 1\n"),
+                           std::string("#bbprof-trace 1\n#meta a=b\n")}) {
+    std::string in = dir.Write("e.trace", text);
+    ASSERT_TRUE(Copy(in, dir.File("e.bbt"), TraceFormat::kBinary).ok());
+    ASSERT_TRUE(
+        Copy(dir.File("e.bbt"), dir.File("back.trace"), TraceFormat::kText)
+            .ok());
+    EXPECT_EQ(ReadFile(dir.File("back.trace")), text);
+    Result<std::vector<BinaryBlockInfo>> index =
+        ReadBinaryBlockIndex(dir.File("e.bbt"));
+    ASSERT_TRUE(index.ok()) << index.status().message();
+    const size_t blocks = text.find("#meta") == std::string::npos ? 0 : 1;
+    ASSERT_EQ(index->size(), blocks);
+    Contents all =
+        ReadContents(OpenBinaryBlockRange(dir.File("e.bbt"), 0, blocks));
+    EXPECT_EQ(all.error, "");
+    EXPECT_EQ(all.meta.size(), blocks);
+    Contents none =
+        ReadContents(OpenBinaryTimeRange(dir.File("e.bbt"), 0, kMaxTimeNs));
+    EXPECT_EQ(none.error, "");
+    EXPECT_TRUE(none.lines.empty());
+  }
+}
+
 }  // namespace
 }  // namespace bbprof::trace
