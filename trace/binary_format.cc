@@ -979,11 +979,6 @@ class BinaryWriter final : public TraceWriter {
     uint32_t s = FileId(rec.sender);
     uint32_t r = FileId(rec.receiver);
     uint8_t op = static_cast<uint8_t>(rec.kind);
-    IdPlan callid, pathid;
-    // In this order: the reader meets the callid's prefix first.
-    Plan(rec.callid, rec.callid_is_number, rec.callid_number, 0, &callid);
-    Plan(rec.pathid, rec.pathid_is_number, rec.pathid_number, 1, &pathid);
-    op |= static_cast<uint8_t>(callid.enc << 2 | pathid.enc << 4);
     uint32_t op_id = 0;
     if (!rec.op.empty()) {
       Result<uint32_t> id = OperationId(rec.op);
@@ -991,6 +986,13 @@ class BinaryWriter final : public TraceWriter {
       op_id = *id;
       op |= kMessageHasOp;
     }
+    // Planning changes the prefix table as the reader will: nothing may fail
+    // between it and writing the record. In this order: the reader meets the
+    // callid's prefix first.
+    IdPlan callid, pathid;
+    Plan(rec.callid, rec.callid_is_number, rec.callid_number, 0, &callid);
+    Plan(rec.pathid, rec.pathid_is_number, rec.pathid_number, 1, &pathid);
+    op |= static_cast<uint8_t>(callid.enc << 2 | pathid.enc << 4);
     // The record's bytes are written through a pointer, not byte by byte
     // through push_back: this is the inner loop of maketrace and capture.
     // Without id text (raw ids, new prefixes) a record takes at most 106

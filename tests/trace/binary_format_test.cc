@@ -1166,5 +1166,27 @@ TEST(BinaryFormatTest, TracesWithoutRecordsHaveAnIndexToo) {
   }
 }
 
+// A record the writer refuses (here for its op) leaves no trace in the
+// prefix table: the records after it still read back exactly.
+TEST(BinaryFormatTest, RefusedRecordLeavesThePrefixTableAlone) {
+  TempDir dir;
+  NodeTable nodes;
+  auto w = OpenTraceWriter(dir.File("r.bbt"), &nodes);
+  ASSERT_TRUE(w.ok());
+  Record rec{1, nodes.Intern("a"), nodes.Intern("b"), Kind::kCall, "q7", "z1"};
+  rec.op = "bad op";
+  EXPECT_FALSE((*w)->Write(rec).ok());
+  rec.op = {};
+  ASSERT_TRUE((*w)->Write(rec).ok());
+  rec.callid = "q8";
+  ASSERT_TRUE((*w)->Write(rec).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  ASSERT_TRUE(
+      Copy(dir.File("r.bbt"), dir.File("r.trace"), TraceFormat::kText).ok());
+  EXPECT_EQ(ReadFile(dir.File("r.trace")),
+            "#bbprof-trace 1\n0.000000001\tCALL\ta\tb\tq7\tz1\n"
+            "0.000000001\tCALL\ta\tb\tq8\tz1\n");
+}
+
 }  // namespace
 }  // namespace bbprof::trace
