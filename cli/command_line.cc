@@ -1,5 +1,6 @@
 #include "cli/command_line.h"
 
+#include <charconv>
 #include <iostream>
 #include <sstream>
 
@@ -72,8 +73,8 @@ std::optional<int> CommandLine::Parse(std::span<const std::string> args) {
   // the declared positionals below, so counts give precise messages.
   po::options_description all;
   all.add(options_);
-  all.add_options()("bbprof-positional",
-                    po::value<std::vector<std::string>>(), "");
+  all.add_options()("bbprof-positional", po::value<std::vector<std::string>>(),
+                    "");
   po::positional_options_description pos;
   pos.add("bbprof-positional", -1);
   std::vector<std::string> free;
@@ -104,8 +105,8 @@ std::optional<int> CommandLine::Parse(std::span<const std::string> args) {
   for (size_t k = 0; k < positionals_.size(); ++k) {
     auto& p = positionals_[k];
     bool last = k + 1 == positionals_.size();
-    int take = p.max_count < 0 ? static_cast<int>(free.size() - i)
-                               : p.max_count;
+    int take =
+        p.max_count < 0 ? static_cast<int>(free.size() - i) : p.max_count;
     if (!last && p.max_count < 0) {
       // A repeating positional before others leaves room for their minimums.
       int reserve = 0;
@@ -127,6 +128,24 @@ std::optional<int> CommandLine::Parse(std::span<const std::string> args) {
 
 void Inform(const CommandLine& cl, const std::string& message) {
   if (!cl.quiet()) std::cerr << message << "\n";
+}
+
+std::optional<int> ParseLimitFlag(const CommandLine& cl,
+                                  const std::string& name, uint64_t* out) {
+  const std::string text = cl.Get<std::string>(name);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), *out);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return cl.UsageError("--" + name +
+                         " must be a whole number (0: no limit), not '" + text +
+                         "'");
+  }
+  return std::nullopt;
+}
+
+void Warn(const CommandLine& cl, std::string_view message) {
+  if (!cl.quiet())
+    std::cerr << "bbprof " << cl.name() << ": warning: " << message << "\n";
 }
 
 }  // namespace bbprof::cli
