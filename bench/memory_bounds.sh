@@ -54,7 +54,7 @@ peak() {
   rc=0
   /usr/bin/time -v "$@" >/dev/null 2>"$work/time.txt" || rc=$?
   kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$work/time.txt")
-  printf '%-44s %8.1f MB  exit %s\n' "$label" "$(echo "$kb / 1024" | bc -l)" "$rc"
+  awk -v l="$label" -v kb="$kb" -v rc="$rc" 'BEGIN { printf "%-44s %8.1f MB  exit %s\n", l, kb / 1024, rc }'
 }
 
 for which in before after; do

@@ -278,29 +278,19 @@ class Engine {
     // bounded by Params::max_pending_calls: an evicted call stays in pairs_
     // unmatched, like one whose return was lost (trace/pending_calls.h).
     trace::PendingCalls<uint32_t> open(params_.max_pending_calls);
-    struct Early {
-      TimeNs ts;
-      uint64_t seq;
-    };
-    std::unordered_map<std::string, std::deque<Early>, trace::StringHash> early;
-    std::deque<std::pair<uint64_t, std::string>> early_order;  // by time
-    uint64_t early_seq = 0;
+    // Returns waiting for their call (their times, by key), bounded the
+    // same way: one evicted past the limit counts as unmatched.
+    trace::PendingCalls<TimeNs> early(params_.max_pending_calls);
     // Each of two clocks may be up to w off, so a return can precede its
     // call by up to 2w.
     const TimeNs w =
         2 * (params_.skew_auto ? kAutoSkewCap : params_.skew_window);
     // Drops early returns older than `now - w`: no call can claim them.
     auto expire_early = [&](TimeNs now) {
-      while (!early_order.empty()) {
-        auto& [seq, k] = early_order.front();
-        auto it = early.find(k);
-        if (it != early.end() && it->second.front().seq == seq) {
-          if (it->second.front().ts >= now - w) break;
-          it->second.pop_front();
-          ++stats_.unmatched_returns;
-          if (it->second.empty()) early.erase(it);
-        }
-        early_order.pop_front();
+      TimeNs oldest;
+      while (early.Oldest(&oldest) && oldest < now - w) {
+        early.PopOldest();
+        ++stats_.unmatched_returns;
       }
     };
     Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
@@ -346,13 +336,9 @@ class Engine {
           any_pathid_ = true;
         }
         if (labels_ != nullptr) KeepLabels(rec);
-        if (w > 0 && !early.empty()) {
+        if (w > 0 && early.size() > 0) {
           expire_early(rec.ts_ns);
-          auto it = early.find(key);
-          if (it != early.end()) {
-            p.ret = it->second.front().ts;
-            it->second.pop_front();
-            if (it->second.empty()) early.erase(it);
+          if (early.Take(key, &p.ret)) {
             ret_order_.push_back(static_cast<uint32_t>(pairs_.size()));
             pairs_.push_back(p);
             continue;
@@ -368,8 +354,8 @@ class Engine {
         if (!open.Take(key, &idx)) {
           if (w > 0) {
             expire_early(rec.ts_ns);
-            early[key].push_back({rec.ts_ns, early_seq});
-            early_order.emplace_back(early_seq++, key);
+            TimeNs dropped;
+            if (early.Add(key, rec.ts_ns, &dropped)) ++stats_.unmatched_returns;
           } else {
             ++stats_.unmatched_returns;
           }
@@ -386,7 +372,7 @@ class Engine {
     }
     progress.Finish();
     if (!reader_.status().ok()) return reader_.status();
-    for (const auto& [k, q] : early) stats_.unmatched_returns += q.size();
+    stats_.unmatched_returns += early.size();
     stats_.path = reader_.path();
     stats_.bytes = reader_.raw_bytes_read();
     if (std::optional<uint32_t> crc = reader_.raw_crc32()) {

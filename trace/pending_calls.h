@@ -98,6 +98,15 @@ class PendingCalls {
     return true;
   }
 
+  // The oldest pending entry's value, if any; PopOldest() drops it (an
+  // expiry by time: nest drops returns that waited too long for a call).
+  bool Oldest(V* value) const {
+    if (oldest_ == kNil) return false;
+    *value = nodes_[oldest_].value;
+    return true;
+  }
+  void PopOldest() { PopHead(nodes_[oldest_].owner); }
+
   uint64_t size() const { return size_; }
   uint64_t evictions() const { return evictions_; }
 

@@ -136,6 +136,25 @@ TEST(NestingTest, PendingCallsPastTheLimitAreEvictedAsUnmatched) {
   ASSERT_EQ(unlimited->patterns.size(), 2u);
 }
 
+// Returns stamped before their calls wait for them under a skew window;
+// a crafted trace of returns at one instant must not grow that table past
+// the limit either. The survivors still pair with their calls.
+TEST(NestingTest, EarlyReturnsPastTheLimitAreDroppedAsUnmatched) {
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += "1 RET B A early" + std::to_string(i) + "\n";
+  text += "1.001 CALL A B early299\n1.002 CALL A B early0\n";
+  Params p = KeepClients();
+  p.skew_auto = false;
+  p.skew_window = 5'000'000;  // 5 ms
+  p.max_pending_calls = 10;
+  auto r = NestText(text, p);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->input.call_pairs, 1u);  // early299 was kept, early0 dropped
+  EXPECT_EQ(r->input.unmatched_returns, 299u);  // 290 dropped, 9 never claimed
+  EXPECT_EQ(r->input.unmatched_calls, 1u);
+}
+
 TEST(NestingTest, OverlapPenaltySpreadsTiedChildrenOverParents) {
   // Two parents start together; two overlapping children have identical
   // delays to both. Without a penalty both go to the earliest parent; with

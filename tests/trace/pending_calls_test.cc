@@ -88,6 +88,25 @@ TEST(PendingCallsTest, EvictionKeepsARepeatedKeyInOrder) {
   EXPECT_EQ(out, 3);
 }
 
+TEST(PendingCallsTest, OldestAndPopOldestExpireInAgeOrder) {
+  PendingCalls<int> p(0);
+  int out = -1;
+  EXPECT_FALSE(p.Oldest(&out));
+  p.Add(Key(1, 2, "x"), 1, &out);
+  p.Add(Key(3, 4, "y"), 2, &out);
+  p.Add(Key(1, 2, "x"), 3, &out);
+  ASSERT_TRUE(p.Oldest(&out));
+  EXPECT_EQ(out, 1);
+  p.PopOldest();
+  ASSERT_TRUE(p.Oldest(&out));
+  EXPECT_EQ(out, 2);
+  ASSERT_TRUE(p.Take(Key(1, 2, "x"), &out));
+  EXPECT_EQ(out, 3);
+  p.PopOldest();
+  EXPECT_FALSE(p.Oldest(&out));
+  EXPECT_EQ(p.size(), 0u);
+}
+
 TEST(NodeTableTest, PastTheLimitNewNamesFoldIntoTheOverflowNode) {
   NodeTable t;
   t.SetLimit(2);
