@@ -418,15 +418,9 @@ void Reducer::EmitEvent(Flow& flow, const AppEvent& event) {
     }
   }
   switch (r.kind) {
-    case trace::Kind::kCall:
-      ++calls_;
-      break;
-    case trace::Kind::kReturn:
-      ++returns_;
-      break;
-    case trace::Kind::kMessage:
-      ++messages_;
-      break;
+    case trace::Kind::kCall: ++calls_; break;
+    case trace::Kind::kReturn: ++returns_; break;
+    case trace::Kind::kMessage: ++messages_; break;
   }
   if (!event.pathid.empty()) ++truth_records_;
   reorder_.Push(r, event.pathid);
@@ -538,16 +532,16 @@ Status Reducer::AddFrame(uint32_t link_type, trace::TimeNs ts,
   }
   if (now_ >= next_sweep_) {
     Sweep(now_);
-    next_sweep_ =
-        now_ + std::max<trace::TimeNs>(options_.reorder_window / 4, 1'000'000);
+    next_sweep_ = now_ + std::max<trace::TimeNs>(options_.reorder_window / 4,
+                                                 1'000'000);
   }
   if (Status s = reorder_.Release(now_); !s.ok()) return s;
   return Status::Ok();
 }
 
 void Reducer::TransportLayer(const IpResult& ip, trace::TimeNs ts,
-                             std::span<const std::byte> payload, bool truncated,
-                             uint32_t declared_length) {
+                             std::span<const std::byte> payload,
+                             bool truncated, uint32_t declared_length) {
   Endpoint src, dst;
   src.v6 = dst.v6 = ip.v6;
   src.addr = ip.src;
@@ -670,8 +664,8 @@ void Reducer::HandleUdp(const Endpoint& src, const Endpoint& dst,
                    src_is_client ? dst : src, ts);
   }
   Touch(*flow, ts);
-  Direction dir =
-      flow->client == src ? Direction::kToServer : Direction::kToClient;
+  Direction dir = flow->client == src ? Direction::kToServer
+                                      : Direction::kToClient;
   if (options_.messages) {
     EmitEvent(*flow, AppEvent{trace::Kind::kMessage, dir, ts, 0, false});
     return;

@@ -139,9 +139,8 @@ class Reducer {
   void HandleUdp(const Endpoint& src, const Endpoint& dst, trace::TimeNs ts,
                  std::span<const std::byte> payload);
   Flow* FindFlow(const FlowKey& key, uint64_t hash);
-  Flow* NewFlow(const FlowKey& key, uint64_t hash, Transport t,
-                const Endpoint& client, const Endpoint& server,
-                trace::TimeNs ts);
+  Flow* NewFlow(const FlowKey& key, uint64_t hash, Transport t, const Endpoint& client,
+                const Endpoint& server, trace::TimeNs ts);
   const DecoderInfo* DecoderForPort(Transport t, uint16_t port) const;
   void EndFlow(Flow& flow, trace::TimeNs ts);
   void Sweep(trace::TimeNs now);

@@ -73,8 +73,8 @@ std::optional<int> CommandLine::Parse(std::span<const std::string> args) {
   // the declared positionals below, so counts give precise messages.
   po::options_description all;
   all.add(options_);
-  all.add_options()("bbprof-positional", po::value<std::vector<std::string>>(),
-                    "");
+  all.add_options()("bbprof-positional",
+                    po::value<std::vector<std::string>>(), "");
   po::positional_options_description pos;
   pos.add("bbprof-positional", -1);
   std::vector<std::string> free;
@@ -105,8 +105,8 @@ std::optional<int> CommandLine::Parse(std::span<const std::string> args) {
   for (size_t k = 0; k < positionals_.size(); ++k) {
     auto& p = positionals_[k];
     bool last = k + 1 == positionals_.size();
-    int take =
-        p.max_count < 0 ? static_cast<int>(free.size() - i) : p.max_count;
+    int take = p.max_count < 0 ? static_cast<int>(free.size() - i)
+                               : p.max_count;
     if (!last && p.max_count < 0) {
       // A repeating positional before others leaves room for their minimums.
       int reserve = 0;

@@ -22,8 +22,8 @@ namespace bbprof::trace {
 
 struct EdgeStats {
   uint64_t calls = 0, returns = 0, messages = 0;
-  uint64_t matched = 0;      // calls on this edge that got their return
-  double latency_sum_s = 0;  // over matched calls
+  uint64_t matched = 0;         // calls on this edge that got their return
+  double latency_sum_s = 0;     // over matched calls
 };
 
 struct NodeStats {
@@ -44,8 +44,7 @@ struct TraceStats {
   TimeNs first_ts = 0, last_ts = 0;
   std::vector<std::string> meta;
   std::map<std::string, NodeStats> nodes;
-  std::map<std::pair<std::string, std::string>, EdgeStats>
-      edges;  // sender, receiver
+  std::map<std::pair<std::string, std::string>, EdgeStats> edges;  // sender, receiver
   uint64_t bad_lines_skipped = 0;
 
   double duration_s() const { return NsToSeconds(last_ts - first_ts); }
