@@ -4,7 +4,9 @@
 // 512-byte block on construction, which made every connection, even one
 // that never sends a second request, cost over a kilobyte of queues; a
 // crafted capture of a million idle connections took gigabytes (issue 16).
-// Empty, this holds no heap memory.
+// A queue never used holds no heap memory; one used keeps the capacity of
+// its largest backlog (a few entries on a connection: one per request in
+// flight), so a keep-alive connection does not allocate per request.
 #ifndef BBPROF_CAPTURE_DECODERS_SMALL_FIFO_H_
 #define BBPROF_CAPTURE_DECODERS_SMALL_FIFO_H_
 
