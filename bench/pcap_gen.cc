@@ -5,6 +5,10 @@
 // connections, with TCP handshakes, ACKs and closes, as a mirrored port
 // would show them.
 //   pcap_gen OUT.pcap [PACKETS]   (default 2,000,000)
+// With --idle-conns, the crafted input of the memory bound (issue 16): N TCP
+// connections to an HTTP server, each opened, sent one request and never
+// closed nor answered, one every SPACING microseconds of capture time.
+//   pcap_gen --idle-conns N [SPACING_US] OUT.pcap   (default spacing 10 us)
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -36,7 +40,10 @@ class Gen {
   explicit Gen(PcapWriter& w) : w_(w), rng_(42) {}
 
   void Packet(const Bytes& ip) {
-    ts_ += 2'000 + static_cast<int64_t>(rng_() % 16'000);  // 2-18 us apart
+    ts_ +=
+        step_ > 0
+            ? step_
+            : 2'000 + static_cast<int64_t>(rng_() % 16'000);  // 2-18 us apart
     w_.Add(ts_, PacketBuilder::Ethernet(ip, false));
     ++packets_;
   }
@@ -105,6 +112,9 @@ class Gen {
     return m;
   }
 
+  // The next packet's timestamp step, in nanoseconds (0: the mixed
+  // traffic's random 2-18 us).
+  void set_step(int64_t ns) { step_ = ns; }
   int64_t packets() const { return packets_; }
   std::mt19937_64& rng() { return rng_; }
 
@@ -113,11 +123,48 @@ class Gen {
   std::mt19937_64 rng_;
   int64_t ts_ = 1'700'000'000'000'000'000;
   int64_t packets_ = 0;
+  int64_t step_ = 0;
 };
+
+// N connections that never close (see the header comment): 4 packets each,
+// SYN, SYN-ACK, ACK and a request, from distinct client ports and addresses.
+int IdleConnections(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr,
+                 "usage: pcap_gen --idle-conns N [SPACING_US] OUT.pcap\n");
+    return 2;
+  }
+  const int64_t n = std::atoll(argv[2]);
+  const int64_t spacing_ns = argc > 4 ? std::atoll(argv[3]) * 1000 : 10'000;
+  PcapWriter w(argv[argc - 1]);
+  if (!w.ok() || n <= 0 || spacing_ns <= 0) {
+    std::fprintf(stderr, "pcap_gen: bad count or spacing, or cannot write %s\n",
+                 argv[argc - 1]);
+    return 1;
+  }
+  Gen g(w);
+  g.set_step(spacing_ns / 4);
+  for (int64_t i = 0; i < n; ++i) {
+    // 1,000 connections per client host (a few hosts, as behind a proxy).
+    const int64_t host = i / 1000;
+    Conn c{{"10." + std::to_string(16 + host / 62'500 % 200) + "." +
+                std::to_string(host / 250 % 250) + "." +
+                std::to_string(host % 250 + 1),
+            static_cast<uint16_t>(20000 + i % 1000)},
+           {"10.255.0.1", 80}};
+    g.Open(c);
+    g.Tcp(c, true, kTcpAck,
+          "GET /item/" + std::to_string(i) + " HTTP/1.1\r\nHost: shop\r\n\r\n");
+  }
+  std::printf("%lld packets\n", static_cast<long long>(g.packets()));
+  return 0;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--idle-conns")
+    return IdleConnections(argc, argv);
   if (argc < 2) {
     std::fprintf(stderr, "usage: pcap_gen OUT.pcap [PACKETS]\n");
     return 2;

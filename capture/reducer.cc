@@ -314,6 +314,18 @@ trace::NodeId Reducer::NodeFor(const Endpoint& e, bool is_server) {
   auto it = node_cache_.find({key, is_server});
   if (it != node_cache_.end()) return it->second;
   trace::NodeId id = nodes_->Intern(namer_.Name(e, is_server));
+  if (nodes_->IsOverflow(id)) {
+    // Past --max-nodes: not cached either, so that days of new client
+    // addresses grow neither table (issue 16).
+    if (!warned_nodes_ && options_.on_limit) {
+      options_.on_limit("more than " + std::to_string(nodes_->limit()) +
+                        " distinct node names: later ones are written as " +
+                        std::string(trace::NodeTable::kOverflowName) +
+                        " (counted as node_names_folded; raise --max-nodes)");
+    }
+    warned_nodes_ = true;
+    return id;
+  }
   node_cache_.emplace(std::make_pair(key, is_server), id);
   return id;
 }
@@ -330,9 +342,35 @@ const DecoderInfo* Reducer::DecoderForPort(Transport t, uint16_t port) const {
   return nullptr;
 }
 
+void Reducer::EvictOldestFlow() {
+  // The least recently active flow goes, whichever its transport: the one
+  // the idle timeout would have ended first, so under a flood of
+  // connections that never close the table keeps the live ones. A
+  // connection idle the longest is also the least likely to carry another
+  // call; its decoder is flushed as at an idle timeout, so calls it decoded
+  // are written, and one that answers later is counted as a return without
+  // its call, never paired wrongly (callids carry the flow's serial).
+  Flow* tcp = tcp_activity_.oldest;
+  Flow* udp = udp_activity_.oldest;
+  Flow* victim =
+      udp == nullptr || (tcp != nullptr && tcp->last_seen <= udp->last_seen)
+          ? tcp
+          : udp;
+  if (victim == nullptr) return;
+  if (flows_evicted_++ == 0 && options_.on_limit) {
+    options_.on_limit("more than " + std::to_string(options_.max_flows) +
+                      " flows open at once: ending the least recently active "
+                      "(counted as flows_evicted; raise --max-flows)");
+  }
+  EndFlow(*victim, now_);
+}
+
 Reducer::Flow* Reducer::NewFlow(const FlowKey& key, uint64_t hash, Transport t,
                                 const Endpoint& client, const Endpoint& server,
                                 trace::TimeNs ts) {
+  if (options_.max_flows > 0) {
+    while (flows_.size() >= options_.max_flows) EvictOldestFlow();
+  }
   auto flow = std::make_unique<Flow>();
   Flow* f = flow.get();
   f->owner = this;
@@ -687,6 +725,8 @@ std::map<std::string, uint64_t, std::less<>> Reducer::counters() const {
   all["udp_flows"] = udp_flows_;
   all["tcp_flows_midstream"] = tcp_midstream_;
   all["flows_ended_idle"] = idle_ended_;
+  all["flows_evicted"] = flows_evicted_;
+  all["node_names_folded"] = nodes_->folded();
   all["tcp_retransmitted_bytes"] = retrans;
   all["tcp_gap_bytes"] = gaps;
   all["records_late"] = reorder_.late_records();

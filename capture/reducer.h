@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,9 +58,21 @@ struct ReducerOptions {
   std::vector<ForcedDecoder> forced;
   // How long records wait for stragglers (reassembly, out-of-order frames).
   trace::TimeNs reorder_window = 2'000'000'000;
-  // Idle flows are ended (decoder flushed, memory freed) after these.
+  // Idle flows are ended (decoder flushed, memory freed) after these, in
+  // capture time (the packets' timestamps, not the wall clock: a file read
+  // at full speed expires what the live capture would have).
   trace::TimeNs tcp_idle_timeout = 300'000'000'000;
   trace::TimeNs udp_idle_timeout = 60'000'000'000;
+  // Flows open at once (--max-flows). Connections that never close and keep
+  // coming faster than the idle timeout ends them (a SYN flood, a scan, a
+  // crafted capture) would otherwise grow the table without bound: past
+  // this, the least recently active flow is ended, counted as
+  // flows_evicted. 0: no limit.
+  size_t max_flows = kDefaultMaxFlows;
+  static constexpr size_t kDefaultMaxFlows = 500'000;
+  // Called once, the first time a limit ends something early, with what
+  // happened and the flag that raises the limit (the CLI warns on stderr).
+  std::function<void(std::string_view)> on_limit;
   // Per direction of a TCP connection, bytes held behind a hole.
   size_t max_stream_buffer = 1u << 20;
   // Distinct operation names per (server node, protocol) before new ones
@@ -131,6 +144,9 @@ class Reducer {
   const DecoderInfo* DecoderForPort(Transport t, uint16_t port) const;
   void EndFlow(Flow& flow, trace::TimeNs ts);
   void Sweep(trace::TimeNs now);
+  // Ends the least recently active flow to make room
+  // (ReducerOptions::max_flows).
+  void EvictOldestFlow();
   void EmitEvent(Flow& flow, const AppEvent& event);
   // A call's op index (interned), or a return's: its call's.
   uint32_t CallOp(Flow& flow, const AppEvent& event);
@@ -198,6 +214,8 @@ class Reducer {
   uint64_t truth_records_ = 0;  // records given a pathid by a truth header
   uint64_t retransmitted_bytes_ = 0, gap_bytes_ = 0;  // of ended flows
   uint64_t tcp_flows_ = 0, udp_flows_ = 0, tcp_midstream_ = 0, idle_ended_ = 0;
+  uint64_t flows_evicted_ = 0;
+  bool warned_nodes_ = false;
   trace::TimeNs now_ = 0;
   trace::TimeNs next_sweep_ = 0;
 };

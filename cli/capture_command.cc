@@ -182,6 +182,17 @@ int Run(std::span<const std::string> args) {
       "ops_capped (0: no limit)")(
       "reorder-window", po::value<std::string>()->default_value("2"),
       "seconds records wait for late packets before being written")(
+      "max-flows",
+      po::value<std::string>()->default_value(
+          std::to_string(capture::ReducerOptions::kDefaultMaxFlows)),
+      "TCP connections and UDP flows followed at once; beyond, the least "
+      "recently active is ended early and counted as flows_evicted (0: no "
+      "limit)")(
+      "tcp-idle-timeout", po::value<std::string>()->default_value("300"),
+      "seconds of capture time after which a silent TCP connection is ended "
+      "(counted as flows_ended_idle)")(
+      "udp-idle-timeout", po::value<std::string>()->default_value("60"),
+      "seconds of capture time after which a silent UDP flow is ended")(
       "capture-host", po::value<std::string>(),
       "record in #meta which host this capture was taken on (for "
       "bbprof skewer --estimate)");
@@ -258,16 +269,23 @@ int Run(std::span<const std::string> args) {
     ro.truth_headers = capture::TruthHeaders(names);
   }
   ro.messages = cl.Has("messages");
-  {
-    const std::string text = cl.Get<std::string>("max-ops");
-    uint64_t n = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-      return cl.UsageError(
-          "--max-ops must be a whole number (0: no limit), not '" + text + "'");
+  uint64_t max_ops = 0;
+  if (auto rc = ParseLimitFlag(cl, "max-ops", &max_ops)) return *rc;
+  ro.max_ops_per_server =
+      max_ops == 0 ? SIZE_MAX : static_cast<size_t>(max_ops);
+  uint64_t max_flows = 0;
+  if (auto rc = ParseLimitFlag(cl, "max-flows", &max_flows)) return *rc;
+  ro.max_flows = static_cast<size_t>(max_flows);
+  for (auto [flag, timeout] :
+       {std::pair{"tcp-idle-timeout", &ro.tcp_idle_timeout},
+        std::pair{"udp-idle-timeout", &ro.udp_idle_timeout}}) {
+    if (!ParseSeconds(cl.Get<std::string>(flag), timeout) || *timeout == 0) {
+      return cl.UsageError(std::string("--") + flag +
+                           " must be a positive number of seconds, not '" +
+                           cl.Get<std::string>(flag) + "'");
     }
-    ro.max_ops_per_server = n == 0 ? SIZE_MAX : static_cast<size_t>(n);
   }
+  ro.on_limit = [&cl](std::string_view what) { Warn(cl, what); };
   if (!ParseSeconds(cl.Get<std::string>("reorder-window"), &ro.reorder_window)) {
     return cl.UsageError("--reorder-window must be a number of seconds, not '" +
                          cl.Get<std::string>("reorder-window") + "'");
@@ -381,6 +399,7 @@ int Run(std::span<const std::string> args) {
   }
 
   trace::NodeTable nodes;
+  nodes.SetLimit(static_cast<size_t>(naming.max_nodes));
   std::unique_ptr<capture::Reducer> reducer;
   const capture::PacketSource* live_source = live ? sources[0].get() : nullptr;
   capture::TraceOutput output(oo, &nodes, [&]() {

@@ -1,5 +1,6 @@
 #include "cli/command_line.h"
 
+#include <charconv>
 #include <iostream>
 #include <sstream>
 
@@ -127,6 +128,24 @@ std::optional<int> CommandLine::Parse(std::span<const std::string> args) {
 
 void Inform(const CommandLine& cl, const std::string& message) {
   if (!cl.quiet()) std::cerr << message << "\n";
+}
+
+std::optional<int> ParseLimitFlag(const CommandLine& cl,
+                                  const std::string& name, uint64_t* out) {
+  const std::string text = cl.Get<std::string>(name);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), *out);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return cl.UsageError("--" + name +
+                         " must be a whole number (0: no limit), not '" + text +
+                         "'");
+  }
+  return std::nullopt;
+}
+
+void Warn(const CommandLine& cl, std::string_view message) {
+  if (!cl.quiet())
+    std::cerr << "bbprof " << cl.name() << ": warning: " << message << "\n";
 }
 
 }  // namespace bbprof::cli

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -74,6 +75,14 @@ class CommandLine {
 // Writes a message to standard error unless --quiet was given: for the short
 // summaries subcommands print after their work ("wrote 12 patterns to ...").
 void Inform(const CommandLine& cl, const std::string& message);
+// Reads the limit flag --NAME (a whole number, 0: no limit) into *out.
+// Returns the usage error's exit code when it is not one.
+std::optional<int> ParseLimitFlag(const CommandLine& cl,
+                                  const std::string& name, uint64_t* out);
+
+// "bbprof NAME: warning: message" on standard error unless --quiet: for a
+// memory limit that began to evict (each says once which flag raises it).
+void Warn(const CommandLine& cl, std::string_view message);
 
 }  // namespace bbprof::cli
 

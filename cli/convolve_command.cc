@@ -136,6 +136,7 @@ int Run(std::span<const std::string> args) {
   // Every pass of the streaming search reads the input afresh; one node
   // table keeps the node ids the same across them.
   auto nodes = std::make_shared<trace::NodeTable>();
+  nodes->SetLimit(static_cast<size_t>(naming.max_nodes));
   const convolution::ReaderFactory open = [&] {
     return OpenNamedInput(path, {}, naming, nodes);
   };
@@ -144,6 +145,7 @@ int Run(std::span<const std::string> args) {
   search.stream.spool = !PlainBinaryTrace(path);
   auto result = convolution::Convolve(open, path != "-", p, search);
   if (!result.ok()) return cl.Fail(result.status());
+  WarnIfNodesFolded(cl, *nodes);
   const convolution::TraceSummary* msgs = &result->summary;
   const convolution::PathGraph* graph = &result->graph;
 

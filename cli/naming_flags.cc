@@ -24,7 +24,12 @@ void AddNamingFlags(CommandLine& cl, bool capture) {
   }
   cl.options().add_options()(
       "names", po::value<std::string>(),
-      "map file: 'ADDRESS|CIDR|IP:PORT NAME' per line (docs/capture.md)");
+      "map file: 'ADDRESS|CIDR|IP:PORT NAME' per line (docs/capture.md)")(
+      "max-nodes",
+      po::value<std::string>()->default_value(
+          std::to_string(NamingFlags::kDefaultMaxNodes)),
+      "distinct node names kept; names first seen beyond become the one node "
+      "{other-nodes} (counted; 0: no limit)");
 }
 
 std::optional<int> ParseNamingFlags(const CommandLine& cl, bool capture,
@@ -41,6 +46,7 @@ std::optional<int> ParseNamingFlags(const CommandLine& cl, bool capture,
     return cl.UsageError("--granularity must be host or service, not '" +
                          cl.Get<std::string>("granularity") + "'");
   }
+  if (auto rc = ParseLimitFlag(cl, "max-nodes", &out->max_nodes)) return *rc;
   if (cl.Has("names")) {
     auto map = capture::NameMap::Load(cl.Get<std::string>("names"));
     if (!map.ok()) return cl.Fail(map.status());
@@ -52,8 +58,14 @@ std::optional<int> ParseNamingFlags(const CommandLine& cl, bool capture,
 Result<std::unique_ptr<trace::TraceReader>> OpenNamedInput(
     const std::string& path, const trace::ReaderOptions& options,
     const NamingFlags& naming, std::shared_ptr<trace::NodeTable> nodes) {
+  auto limited = [&] {
+    auto table = std::make_shared<trace::NodeTable>();
+    table->SetLimit(static_cast<size_t>(naming.max_nodes));
+    return table;
+  };
+  if (nodes == nullptr) nodes = limited();
   if (!naming.given) return OpenAnalysisInput(path, options, std::move(nodes));
-  auto inner = OpenAnalysisInput(path, options);
+  auto inner = OpenAnalysisInput(path, options, limited());
   if (!inner.ok()) return inner.status();
   std::unique_ptr<trace::TraceReader> renamed =
       std::make_unique<capture::RenamingReader>(
@@ -61,6 +73,15 @@ Result<std::unique_ptr<trace::TraceReader>> OpenNamedInput(
           std::move(nodes));
   if (!renamed->status().ok()) return renamed->status();
   return renamed;
+}
+
+void WarnIfNodesFolded(const CommandLine& cl, const trace::NodeTable& nodes) {
+  if (nodes.folded() == 0) return;
+  Warn(cl, "more than " + std::to_string(nodes.limit()) +
+               " distinct node names: " + std::to_string(nodes.folded()) +
+               " mentions of later ones became the node " +
+               std::string(trace::NodeTable::kOverflowName) +
+               " (raise --max-nodes)");
 }
 
 namespace {

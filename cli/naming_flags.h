@@ -26,11 +26,14 @@ struct NamingFlags {
   bool given = false;
   capture::Granularity granularity = capture::Granularity::kHost;
   capture::NameMap names;
+  // --max-nodes: distinct node names kept (trace::NodeTable::SetLimit).
+  uint64_t max_nodes = kDefaultMaxNodes;
+  static constexpr uint64_t kDefaultMaxNodes = 200'000;
 };
 
-// Adds --granularity and --names. `capture`: the capture's form (default
-// host); otherwise no default (the trace's names are kept unless a flag is
-// given; without --granularity, names keep their granularity).
+// Adds --granularity, --names and --max-nodes. `capture`: the capture's form
+// (default host); otherwise no default (the trace's names are kept unless a
+// flag is given; without --granularity, names keep their granularity).
 void AddNamingFlags(CommandLine& cl, bool capture);
 
 // Reads the flags into *out. Returns an exit code on a bad flag (2) or an
@@ -38,11 +41,16 @@ void AddNamingFlags(CommandLine& cl, bool capture);
 std::optional<int> ParseNamingFlags(const CommandLine& cl, bool capture,
                                     NamingFlags* out);
 
-// OpenAnalysisInput, renamed through `naming` when its flags were given.
+// OpenAnalysisInput, renamed through `naming` when its flags were given,
+// its node names limited to naming.max_nodes (in `nodes` when given).
 Result<std::unique_ptr<trace::TraceReader>> OpenNamedInput(
     const std::string& path, const trace::ReaderOptions& options,
     const NamingFlags& naming,
     std::shared_ptr<trace::NodeTable> nodes = nullptr);
+
+// After a run: warns once (unless -q) when names were folded past
+// --max-nodes, naming the flag that raises the limit.
+void WarnIfNodesFolded(const CommandLine& cl, const trace::NodeTable& nodes);
 
 // Parses --clients: fold, keep, cidr:/N[,/M] (IPv4 clients by /N blocks,
 // IPv6 by /M, default /64) or cidr:BLOCK,BLOCK,... (a client is named by

@@ -47,6 +47,10 @@ int Run(std::span<const std::string> args) {
       ("assign", po::value<std::string>()->default_value("model"), "how a call's parent is chosen: 'model' (scoreboards, penalties, refinement, timelines) or 'fcfs' (the oldest call into its node still open; a baseline)")
       ("bin-base", po::value<double>()->default_value(defaults.bin_base), "log base of the scoreboard bins")
       ("skip-bad-lines", "skip and count malformed trace lines instead of stopping")
+      ("max-pending-calls",
+       po::value<std::string>()->default_value(std::to_string(trace::kDefaultMaxPendingCalls)),
+       "calls waiting for their return kept at once while pairing; beyond, the oldest is "
+       "dropped as unmatched (pending_calls_evicted; 0: no limit)")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
       ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR")
       ("requests", po::value<std::string>(), "also write every request of the reported patterns (each root call with its inferred tree) to FILE; the format comes from the name (.jaeger.json, .otlp.json, .chrome.json, .perfetto.json, .csv, .tsv) or --requests-format")
@@ -156,6 +160,7 @@ int Run(std::span<const std::string> args) {
       !why.empty()) {
     return cl.UsageError(why);
   }
+  if (auto rc = ParseLimitFlag(cl, "max-pending-calls", &params.max_pending_calls)) return *rc;
   NamingFlags naming;
   if (auto rc = ParseNamingFlags(cl, /*capture=*/false, &naming)) return *rc;
 
@@ -192,6 +197,13 @@ int Run(std::span<const std::string> args) {
                   static_cast<unsigned long long>(e.missed),
                   static_cast<unsigned long long>(e.children));
     Inform(cl, line);
+  }
+  WarnIfNodesFolded(cl, (*reader)->nodes());
+  if (result->input.pending_calls_evicted > 0) {
+    Warn(cl, std::to_string(result->input.pending_calls_evicted) +
+                 " calls were still waiting for their return past --max-pending-calls " +
+                 std::to_string(params.max_pending_calls) +
+                 ": the oldest were dropped as unmatched (raise --max-pending-calls)");
   }
   if (result->input.messages == 0) {
     return cl.Fail(result->input.path + ": the trace has no messages");

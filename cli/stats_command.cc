@@ -22,7 +22,11 @@ int Run(std::span<const std::string> args) {
                  "number of calls in progress (Little's\nlaw), and the trace's #meta lines.");
   cl.options().add_options()
       ("json", po::value<std::string>(), "write the summary as JSON to FILE ('-' = standard output) instead of text")
-      ("skip-bad-lines", "skip and count malformed lines instead of stopping");
+      ("skip-bad-lines", "skip and count malformed lines instead of stopping")
+      ("max-pending-calls",
+       po::value<std::string>()->default_value(std::to_string(trace::kDefaultMaxPendingCalls)),
+       "calls waiting for their return kept at once; beyond, the oldest is dropped and "
+       "counted as unmatched (pending_calls_evicted; 0: no limit)");
   AddNamingFlags(cl, /*capture=*/false);
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
@@ -32,8 +36,12 @@ int Run(std::span<const std::string> args) {
   ropts.skip_bad_lines = cl.Has("skip-bad-lines");
   auto reader = OpenNamedInput(cl.Positional("TRACE")[0], ropts, naming);
   if (!reader.ok()) return cl.Fail(reader.status());
-  auto stats = trace::ComputeStats(**reader);
+  trace::StatsOptions sopts;
+  if (auto rc = ParseLimitFlag(cl, "max-pending-calls", &sopts.max_pending_calls)) return *rc;
+  sopts.on_limit = [&cl](std::string_view what) { Warn(cl, what); };
+  auto stats = trace::ComputeStats(**reader, sopts);
   if (!stats.ok()) return cl.Fail(stats.status());
+  WarnIfNodesFolded(cl, (*reader)->nodes());
   if (cl.Has("json")) {
     if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), trace::StatsToJson(*stats)); !s.ok()) {
       return cl.Fail(s);

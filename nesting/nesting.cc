@@ -14,6 +14,7 @@
 #include "base/progress.h"
 #include "nesting/skew.h"
 #include "trace/byte_stream.h"
+#include "trace/pending_calls.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {
@@ -123,37 +124,6 @@ class BinScale {
   int positive_bins_;
   std::vector<double> lower_;
   std::vector<int> cell_first_bin_;
-};
-
-// A call's identity for pairing. Binary traces are read with numeric ids
-// (ReaderOptions::numeric_ids): a numeric callid is kept as a number, any
-// other as text; one file always gives one id the same form.
-struct OpenKey {
-  NodeId caller, callee;
-  bool numeric = false;
-  uint64_t number = 0;
-  std::string callid;
-  void SetCallid(const trace::Record& rec) {
-    numeric = rec.callid_is_number;
-    number = rec.callid_number;
-    if (numeric) {
-      callid.clear();
-    } else {
-      callid.assign(rec.callid);
-    }
-  }
-  bool operator==(const OpenKey& o) const {
-    return caller == o.caller && callee == o.callee && numeric == o.numeric &&
-           number == o.number && callid == o.callid;
-  }
-};
-struct OpenKeyHash {
-  size_t operator()(const OpenKey& k) const {
-    size_t h = k.numeric ? std::hash<uint64_t>()(k.number) * 0xD6E8FEB86659FD93ULL
-                         : std::hash<std::string_view>()(k.callid);
-    return h ^ (static_cast<size_t>(k.caller) * 0x9E3779B97F4A7C15ULL) ^
-           (static_cast<size_t>(k.callee) * 0xC2B2AE3D27D4EB4FULL);
-  }
 };
 
 // A Gaussian of sd bins (out to 3 sd) run over a histogram: the scoreboards'
@@ -303,30 +273,24 @@ class Engine {
   // latency. Without this, every call faster than the skew would be lost
   // with its return, and its subtree with it.
   Status FindCallPairs() {
-    std::unordered_map<OpenKey, std::deque<uint32_t>, OpenKeyHash> open;
-    struct Early {
-      TimeNs ts;
-      uint64_t seq;
-    };
-    std::unordered_map<OpenKey, std::deque<Early>, OpenKeyHash> early;
-    std::deque<std::pair<uint64_t, OpenKey>> early_order;  // by time
-    uint64_t early_seq = 0;
+    // Calls waiting for their return, keyed by trace::PendingCallKey (a
+    // numeric callid of a binary trace as its number, any other as text),
+    // bounded by Params::max_pending_calls: an evicted call stays in pairs_
+    // unmatched, like one whose return was lost (trace/pending_calls.h).
+    trace::PendingCalls<uint32_t> open(params_.max_pending_calls);
+    // Returns waiting for their call (their times, by key), bounded the
+    // same way: one evicted past the limit counts as unmatched.
+    trace::PendingCalls<TimeNs> early(params_.max_pending_calls);
     // Each of two clocks may be up to w off, so a return can precede its
     // call by up to 2w.
     const TimeNs w =
         2 * (params_.skew_auto ? kAutoSkewCap : params_.skew_window);
     // Drops early returns older than `now - w`: no call can claim them.
     auto expire_early = [&](TimeNs now) {
-      while (!early_order.empty()) {
-        auto& [seq, k] = early_order.front();
-        auto it = early.find(k);
-        if (it != early.end() && it->second.front().seq == seq) {
-          if (it->second.front().ts >= now - w) break;
-          it->second.pop_front();
-          ++stats_.unmatched_returns;
-          if (it->second.empty()) early.erase(it);
-        }
-        early_order.pop_front();
+      TimeNs oldest;
+      while (early.Oldest(&oldest) && oldest < now - w) {
+        early.PopOldest();
+        ++stats_.unmatched_returns;
       }
     };
     Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
@@ -334,7 +298,7 @@ class Engine {
     trace::Record rec;
     bool first = true;
     TimeNs first_ts = 0, last_ts = 0;
-    OpenKey key;
+    std::string key;
     while (reader_.Next(rec)) {
       ++stats_.messages;
       if (first) {
@@ -352,9 +316,7 @@ class Engine {
                              ": more than 4 billion calls; split the trace");
       }
       if (rec.kind == Kind::kCall) {
-        key.caller = rec.sender;
-        key.callee = rec.receiver;
-        key.SetCallid(rec);
+        trace::PendingCallKey(rec.sender, rec.receiver, rec, &key);
         Pair p;
         p.call = rec.ts_ns;
         p.caller = rec.sender;
@@ -374,39 +336,31 @@ class Engine {
           any_pathid_ = true;
         }
         if (labels_ != nullptr) KeepLabels(rec);
-        if (w > 0 && !early.empty()) {
+        if (w > 0 && early.size() > 0) {
           expire_early(rec.ts_ns);
-          auto it = early.find(key);
-          if (it != early.end()) {
-            p.ret = it->second.front().ts;
-            it->second.pop_front();
-            if (it->second.empty()) early.erase(it);
+          if (early.Take(key, &p.ret)) {
             ret_order_.push_back(static_cast<uint32_t>(pairs_.size()));
             pairs_.push_back(p);
             continue;
           }
         }
-        open[key].push_back(static_cast<uint32_t>(pairs_.size()));
+        uint32_t evicted;
+        open.Add(key, static_cast<uint32_t>(pairs_.size()), &evicted);
         pairs_.push_back(p);
       } else {
         // A return travels callee -> caller.
-        key.caller = rec.receiver;
-        key.callee = rec.sender;
-        key.SetCallid(rec);
-        auto it = open.find(key);
-        if (it == open.end()) {
+        trace::PendingCallKey(rec.receiver, rec.sender, rec, &key);
+        uint32_t idx;
+        if (!open.Take(key, &idx)) {
           if (w > 0) {
             expire_early(rec.ts_ns);
-            early[key].push_back({rec.ts_ns, early_seq});
-            early_order.emplace_back(early_seq++, key);
+            TimeNs dropped;
+            if (early.Add(key, rec.ts_ns, &dropped)) ++stats_.unmatched_returns;
           } else {
             ++stats_.unmatched_returns;
           }
           continue;
         }
-        uint32_t idx = it->second.front();
-        it->second.pop_front();
-        if (it->second.empty()) open.erase(it);
         pairs_[idx].ret = rec.ts_ns;
         // A RET carries its CALL's op or none; a CALL without one takes it.
         if (OpOf(idx) == 0 && !rec.op.empty()) {
@@ -418,7 +372,7 @@ class Engine {
     }
     progress.Finish();
     if (!reader_.status().ok()) return reader_.status();
-    for (const auto& [k, q] : early) stats_.unmatched_returns += q.size();
+    stats_.unmatched_returns += early.size();
     stats_.path = reader_.path();
     stats_.bytes = reader_.raw_bytes_read();
     if (std::optional<uint32_t> crc = reader_.raw_crc32()) {
@@ -427,8 +381,10 @@ class Engine {
     }
     stats_.call_pairs = ret_order_.size();
     stats_.unmatched_calls = pairs_.size() - ret_order_.size();
+    stats_.pending_calls_evicted = open.evictions();
     stats_.duration_s = trace::NsToSeconds(last_ts - first_ts);
     stats_.nodes = reader_.nodes().size();
+    stats_.node_names_folded = reader_.nodes().folded();
     names_.reserve(reader_.nodes().size());
     for (size_t i = 0; i < reader_.nodes().size(); ++i) {
       names_.emplace_back(reader_.nodes().Name(static_cast<NodeId>(i)));

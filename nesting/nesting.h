@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "nesting/client_folding.h"
 #include "nesting/histogram.h"
+#include "trace/pending_calls.h"
 #include "trace/reader.h"
 
 namespace bbprof::nesting {
@@ -89,6 +90,10 @@ struct Params {
   // where ops with per-key routes split each board's samples ten ways
   // (docs/nesting.md). Changes nothing on a trace without ops.
   bool op_keys = false;
+  // Calls waiting for their return kept at once while pairing (0: no
+  // limit); past it the oldest is evicted and stays unmatched, so a trace of
+  // lost returns cannot grow memory without bound (trace/pending_calls.h).
+  uint64_t max_pending_calls = trace::kDefaultMaxPendingCalls;
   // External clients folded (see client_folding.h).
   ClientFolding clients;
 };
@@ -126,6 +131,9 @@ struct InputStats {
   uint64_t call_pairs = 0;
   uint64_t unmatched_calls = 0;
   uint64_t unmatched_returns = 0;
+  // Of unmatched_calls: those dropped while still pending, past
+  // Params::max_pending_calls (trace/pending_calls.h).
+  uint64_t pending_calls_evicted = 0;
   // Root calls whose return was never seen (lost, or still in flight when
   // the capture ended): incomplete instances, left out of the patterns.
   uint64_t unfinished_roots = 0;
@@ -141,6 +149,9 @@ struct InputStats {
   // of a call that has any (5.1.2).
   double mean_parallelism = 0;
   uint64_t nodes = 0;
+  // Mentions of node names past the reader's limit (trace::NodeTable::
+  // SetLimit), folded into the node {other-nodes}.
+  uint64_t node_names_folded = 0;
   uint64_t scoreboards = 0;
 };
 

@@ -112,6 +112,8 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   in["call_pairs"] = r.input.call_pairs;
   in["unmatched_calls"] = r.input.unmatched_calls;
   in["unmatched_returns"] = r.input.unmatched_returns;
+  in["pending_calls_evicted"] = r.input.pending_calls_evicted;
+  in["node_names_folded"] = r.input.node_names_folded;
   in["unfinished_roots"] = r.input.unfinished_roots;
   in["duration_s"] = r.input.duration_s;
   in["mean_parallelism"] = r.input.mean_parallelism;

@@ -12,6 +12,7 @@ PACKAGES=(
   nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libnghttp2-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
+  time  # /usr/bin/time -v: peak memory in bench/
   # real servers for the end-to-end capture tests (loopback only); nodejs
   # also checks exports against their consumers' definitions (tests/nesting)
   nginx-light redis-server dnsmasq-base memcached nodejs

@@ -1,7 +1,6 @@
 #include "trace/stats.h"
 
 #include <cstdio>
-#include <deque>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_map>
@@ -21,13 +20,13 @@ double TraceStats::mean_outstanding_calls() const {
   return busy / d;
 }
 
-Result<TraceStats> ComputeStats(TraceReader& reader) {
+Result<TraceStats> ComputeStats(TraceReader& reader,
+                                const StatsOptions& options) {
   TraceStats s;
   s.path = reader.path();
-  struct Open {
-    std::deque<TimeNs> calls;  // FIFO, as the nesting algorithm matches
-  };
-  std::unordered_map<std::string, Open> open;
+  // Pending calls' start times, FIFO per key, as the nesting algorithm
+  // matches.
+  PendingCalls<TimeNs> open(options.max_pending_calls);
   std::vector<NodeStats> nodes;
   std::unordered_map<uint64_t, EdgeStats> edges;
   std::string key;
@@ -42,32 +41,34 @@ Result<TraceStats> ComputeStats(TraceReader& reader) {
     if (nodes.size() < need) nodes.resize(need);
     ++nodes[rec.sender].sent;
     ++nodes[rec.receiver].received;
-    EdgeStats& e = edges[(static_cast<uint64_t>(rec.sender) << 32) | rec.receiver];
-    // The key of a call: caller, callee, callid (a return travels back).
-    auto make_key = [&](NodeId caller, NodeId callee) {
-      key.assign(reinterpret_cast<const char*>(&caller), sizeof caller);
-      key.append(reinterpret_cast<const char*>(&callee), sizeof callee);
-      key.append(rec.callid);
-    };
+    EdgeStats& e =
+        edges[(static_cast<uint64_t>(rec.sender) << 32) | rec.receiver];
     switch (rec.kind) {
-      case Kind::kCall:
+      case Kind::kCall: {
         ++s.calls;
         ++e.calls;
-        make_key(rec.sender, rec.receiver);
-        open[key].calls.push_back(rec.ts_ns);
+        PendingCallKey(rec.sender, rec.receiver, rec, &key);
+        TimeNs evicted;
+        if (open.Add(key, rec.ts_ns, &evicted) && open.evictions() == 1 &&
+            options.on_limit) {
+          options.on_limit(
+              "more than " + std::to_string(options.max_pending_calls) +
+              " calls waiting for their return: dropping the oldest as "
+              "unmatched (raise --max-pending-calls)");
+        }
         break;
+      }
       case Kind::kReturn: {
         ++s.returns;
         ++e.returns;
-        make_key(rec.receiver, rec.sender);
-        auto it = open.find(key);
-        if (it == open.end()) {
+        // A return travels back: its key is its call's.
+        PendingCallKey(rec.receiver, rec.sender, rec, &key);
+        TimeNs call_ts;
+        if (!open.Take(key, &call_ts)) {
           ++s.returns_without_call;
           break;
         }
-        TimeNs latency = rec.ts_ns - it->second.calls.front();
-        it->second.calls.pop_front();
-        if (it->second.calls.empty()) open.erase(it);
+        TimeNs latency = rec.ts_ns - call_ts;
         EdgeStats& ce = edges[(static_cast<uint64_t>(rec.receiver) << 32) | rec.sender];
         ++ce.matched;
         ce.latency_sum_s += NsToSeconds(latency);
@@ -82,7 +83,9 @@ Result<TraceStats> ComputeStats(TraceReader& reader) {
   }
   progress.Finish();
   if (!reader.status().ok()) return reader.status();
-  for (const auto& [k, o] : open) s.calls_without_return += o.calls.size();
+  s.pending_calls_evicted = open.evictions();
+  s.calls_without_return = open.size() + open.evictions();
+  s.node_names_folded = reader.nodes().folded();
   s.meta = reader.meta();
   s.bad_lines_skipped = reader.bad_lines_skipped();
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -115,6 +118,16 @@ std::string StatsToText(const TraceStats& s) {
                 s.mean_outstanding_calls());
   out << buf;
   if (s.bad_lines_skipped) out << "  skipped    " << s.bad_lines_skipped << " malformed lines\n";
+  if (s.pending_calls_evicted) {
+    out << "  evicted    " << s.pending_calls_evicted
+        << " calls still pending past --max-pending-calls (counted "
+           "unmatched)\n";
+  }
+  if (s.node_names_folded) {
+    out << "  folded     " << s.node_names_folded
+        << " mentions of node names past --max-nodes into "
+        << NodeTable::kOverflowName << "\n";
+  }
   out << "\nnodes (" << s.nodes.size() << "): sent, received, calls in progress on average\n";
   for (const auto& [name, n] : s.nodes) {
     std::snprintf(buf, sizeof buf, "  %-24s %10llu %10llu %8.2f\n", name.c_str(),
@@ -150,6 +163,8 @@ std::string StatsToJson(const TraceStats& s) {
   j["free_messages"] = s.free_messages;
   j["calls_without_return"] = s.calls_without_return;
   j["returns_without_call"] = s.returns_without_call;
+  j["pending_calls_evicted"] = s.pending_calls_evicted;
+  j["node_names_folded"] = s.node_names_folded;
   j["first_ts"] = FormatTimestamp(s.first_ts);
   j["last_ts"] = FormatTimestamp(s.last_ts);
   j["duration_s"] = s.duration_s();

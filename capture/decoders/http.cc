@@ -9,12 +9,12 @@
 // on an HTTP port, hands the connection to the HTTP/2 decoder.
 #include <algorithm>
 #include <charconv>
-#include <deque>
 #include <string_view>
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
+#include "capture/decoders/small_fifo.h"
 #include "capture/decoders/stream_buffer.h"
 #include "capture/decoders/truth_header.h"
 
@@ -593,7 +593,7 @@ class HttpDecoder final : public StreamDecoder {
   EventSink& sink_;
   Side client_;
   Side server_;
-  std::deque<Request> pending_;
+  SmallFifo<Request> pending_;
   uint32_t next_token_ = 0;
   bool response_lost_ = false;
   // For the number of responses a hole swallowed: bytes and responses seen

@@ -4,12 +4,12 @@
 // data block (skipped); retrieval and stats responses run over several lines
 // (VALUE blocks or STAT lines) up to END. Commands sent with `noreply` get
 // no response: they are messages, not calls.
-#include <deque>
 #include <vector>
 
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/line_util.h"
 #include "capture/decoders/op_names.h"
+#include "capture/decoders/small_fifo.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -251,7 +251,7 @@ class MemcachedDecoder final : public StreamDecoder {
   EventSink& sink_;
   Side client_;
   Side server_;
-  std::deque<uint32_t> pending_;
+  SmallFifo<uint32_t> pending_;
   uint32_t next_token_ = 0;
   bool response_lost_ = false;
 };

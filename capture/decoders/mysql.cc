@@ -13,12 +13,12 @@
 // A client that asks for TLS (a 32-byte handshake response with
 // CLIENT_SSL) or compression, or loses bytes outside a packet's payload, is
 // no longer decoded (counted): packets carry no marker to resynchronise on.
-#include <deque>
 #include <string>
 
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
+#include "capture/decoders/small_fifo.h"
 #include "capture/decoders/stream_buffer.h"
 #include "trace/op.h"
 
@@ -214,7 +214,7 @@ class MysqlDecoder final : public StreamDecoder {
   Side client_;
   Side server_;
   bool handshake_done_ = false;
-  std::deque<uint32_t> pending_;
+  SmallFifo<uint32_t> pending_;
   uint32_t next_token_ = 0;
 };
 

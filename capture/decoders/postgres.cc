@@ -22,7 +22,6 @@
 // protocol on the port), is counted and handed to the generic turn-taking
 // rule for the rest of its life: a typed message has no marker to
 // resynchronise on, and turns still give calls and returns.
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -30,6 +29,7 @@
 #include "capture/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
+#include "capture/decoders/small_fifo.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -309,7 +309,7 @@ class PostgresDecoder final : public StreamDecoder {
   bool encryption_asked_ = false;
   bool answered_encryption_ = false;
   bool in_group_ = false;
-  std::deque<Pending> pending_;
+  SmallFifo<Pending> pending_;
   std::unordered_map<std::string, std::string> statements_;  // name -> op
   uint32_t next_token_ = 0;
   FallbackSink fallback_sink_;

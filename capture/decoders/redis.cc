@@ -5,13 +5,13 @@
 // connection. Framing values one by one is what lets pipelined requests
 // (redis-benchmark -P) pair exactly, which the generic turn-taking rule
 // cannot do. RESP3 push values (`>`) are messages, not returns.
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/line_util.h"
 #include "capture/decoders/op_names.h"
+#include "capture/decoders/small_fifo.h"
 #include "capture/decoders/stream_buffer.h"
 
 namespace bbprof::capture {
@@ -275,7 +275,7 @@ class RedisDecoder final : public StreamDecoder {
   EventSink& sink_;
   Side client_;
   Side server_;
-  std::deque<uint32_t> pending_;
+  SmallFifo<uint32_t> pending_;
   uint32_t next_token_ = 0;
   bool response_lost_ = false;
   // A request array opened; its command (and so its op) not read yet.

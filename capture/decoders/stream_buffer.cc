@@ -15,7 +15,7 @@ void StreamBuffer::Append(trace::TimeNs ts, std::span<const std::byte> data) {
     return;
   }
   uint64_t start = base_ + size();
-  if (segs_.empty() || segs_.back().second != ts) {
+  if (seg_head_ == segs_.size() || segs_.back().second != ts) {
     segs_.emplace_back(start, ts);
   }
   buf_.insert(buf_.end(), data.begin(), data.end());
@@ -23,12 +23,9 @@ void StreamBuffer::Append(trace::TimeNs ts, std::span<const std::byte> data) {
 
 trace::TimeNs StreamBuffer::TsAt(size_t offset) const {
   uint64_t abs = base_ + offset;
-  trace::TimeNs ts = segs_.empty() ? 0 : segs_.front().second;
-  for (const auto& [start, seg_ts] : segs_) {
-    if (start > abs) {
-      break;
-    }
-    ts = seg_ts;
+  trace::TimeNs ts = seg_head_ == segs_.size() ? 0 : segs_[seg_head_].second;
+  for (size_t i = seg_head_; i < segs_.size() && segs_[i].first <= abs; ++i) {
+    ts = segs_[i].second;
   }
   return ts;
 }
@@ -38,16 +35,24 @@ void StreamBuffer::Consume(size_t n) {
   head_ += n;
   base_ += n;
   // Keep the segment that covers the new first byte.
-  while (segs_.size() > 1 && segs_[1].first <= base_) {
-    segs_.pop_front();
+  while (segs_.size() - seg_head_ > 1 && segs_[seg_head_ + 1].first <= base_) {
+    ++seg_head_;
   }
   if (head_ == buf_.size()) {
     buf_.clear();
     head_ = 0;
-    segs_.clear();
-  } else if (head_ > 4096 && head_ * 2 > buf_.size()) {
-    buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(head_));
-    head_ = 0;
+    ClearSegments();
+  } else {
+    if (head_ > 4096 && head_ * 2 > buf_.size()) {
+      buf_.erase(buf_.begin(),
+                 buf_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+    if (seg_head_ > 64 && seg_head_ * 2 > segs_.size()) {
+      segs_.erase(segs_.begin(),
+                  segs_.begin() + static_cast<std::ptrdiff_t>(seg_head_));
+      seg_head_ = 0;
+    }
   }
 }
 
@@ -69,7 +74,7 @@ bool StreamBuffer::AbsorbGap(uint64_t length) {
   base_ += size() + length;
   buf_.clear();
   head_ = 0;
-  segs_.clear();
+  ClearSegments();
   skip_ = 0;
   return false;
 }
@@ -78,7 +83,7 @@ void StreamBuffer::Clear() {
   base_ += size();
   buf_.clear();
   head_ = 0;
-  segs_.clear();
+  ClearSegments();
   skip_ = 0;
 }
 

@@ -9,7 +9,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <utility>
 #include <vector>
@@ -45,7 +44,16 @@ class StreamBuffer {
   size_t head_ = 0;
   uint64_t base_ = 0;  // stream offset of buf_[head_]
   uint64_t skip_ = 0;
-  std::deque<std::pair<uint64_t, trace::TimeNs>> segs_;  // (stream offset, ts)
+  // (stream offset, ts) of the segments from segs_[seg_head_] on. A vector
+  // with a head index, not a std::deque: libstdc++ allocates a deque's
+  // first 512-byte block on construction, and two of them per connection
+  // were most of an idle connection's memory (issue 16).
+  std::vector<std::pair<uint64_t, trace::TimeNs>> segs_;
+  size_t seg_head_ = 0;
+  void ClearSegments() {
+    segs_.clear();
+    seg_head_ = 0;
+  }
 };
 
 }  // namespace bbprof::capture

@@ -484,6 +484,67 @@ TEST(CaptureCliTest, ErrorsAreClearWithMeaningfulExitCodes) {
   EXPECT_FALSE(std::filesystem::exists(dir.File("x.trace")));
 }
 
+// Issue 16: connections that never close, from many client hosts, under
+// small --max-flows and --max-nodes: the capture evicts and folds, counts
+// both, warns once naming the flags (not with -q), and still writes every
+// call. Bad limit values are usage errors.
+TEST(CaptureCliTest, FlowAndNodeLimitsEvictFoldCountAndWarnOnce) {
+  TempDir dir;
+  {
+    PcapWriter w(dir.File("idle.pcap"));
+    Addr s{"192.168.1.20", 80};
+    for (int i = 0; i < 200; ++i) {
+      Addr c{
+          "10.9." + std::to_string(i / 100) + "." + std::to_string(i % 100 + 1),
+          static_cast<uint16_t>(30000 + i)};
+      w.Add(kT0 + i * kMs,
+            PacketBuilder::Ethernet(PacketBuilder::Tcp(c, s, 1, kTcpSyn, ""),
+                                    false));
+      w.Add(kT0 + i * kMs + 100,
+            PacketBuilder::Ethernet(
+                PacketBuilder::Tcp(c, s, 2, kTcpAck, Req(i)), false));
+    }
+  }
+  std::string out;
+  ASSERT_EQ(RunCli("capture -r " + dir.File("idle.pcap") + " -o " +
+                       dir.File("i.trace") + " --max-flows 16 --max-nodes 50",
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(CountLines(out, "warning:"), 2u) << out;
+  EXPECT_NE(out.find("raise --max-flows"), std::string::npos) << out;
+  EXPECT_NE(out.find("raise --max-nodes"), std::string::npos) << out;
+  EXPECT_NE(out.find("  flows_evicted 184\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("  node_names_folded 151\n"), std::string::npos) << out;
+  std::string t = ReadFile(dir.File("i.trace"));
+  EXPECT_EQ(CountLines(t, "\tCALL\t"), 200u);
+  EXPECT_EQ(CountLines(t, "\tCALL\t{other-nodes}\t"), 151u);
+  EXPECT_NE(t.find("flows_evicted=184"), std::string::npos) << t;
+  // -q: no warning; the defaults: nothing evicted or folded.
+  ASSERT_EQ(RunCli("capture -q -r " + dir.File("idle.pcap") + " -o " +
+                       dir.File("q.trace") + " --max-flows 16",
+                   &out),
+            0);
+  EXPECT_EQ(out, "");
+  ASSERT_EQ(RunCli("capture -r " + dir.File("idle.pcap") + " -o " +
+                       dir.File("d.trace"),
+                   &out),
+            0);
+  EXPECT_EQ(CountLines(out, "warning:"), 0u) << out;
+  EXPECT_NE(out.find("  flows_evicted 0\n"), std::string::npos) << out;
+  for (const char* bad :
+       {"--max-flows=-1", "--max-flows 1e6", "--max-nodes lots",
+        "--tcp-idle-timeout 0", "--udp-idle-timeout x"}) {
+    EXPECT_EQ(
+        RunCli("capture -r " + dir.File("idle.pcap") + " -o - " + bad, &out), 2)
+        << bad;
+    const std::string flag(bad);
+    EXPECT_NE(out.find(flag.substr(0, flag.find_first_of(" ="))),
+              std::string::npos)
+        << out;
+  }
+}
+
 // The analysis commands take a capture file directly and see exactly the
 // trace `bbprof capture -r` writes; a damaged capture fails them clearly.
 TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {

@@ -358,6 +358,64 @@ TEST(ReducerTest, IdleFlowsEndAndFreeTheirState) {
   h.Finish();
 }
 
+// Issue 16: connections that never close, opened faster than the idle
+// timeout ends them, must not grow the flow table past --max-flows. The
+// least recently active flow goes first (its call is still written), each
+// eviction is counted, the limit's callback fires once, and a connection
+// that survives still pairs its return with its call.
+TEST(ReducerTest, MaxFlowsEvictsTheLeastRecentlyActiveAndCountsIt) {
+  ReducerOptions o;
+  o.max_flows = 8;
+  int warnings = 0;
+  o.on_limit = [&](std::string_view what) {
+    ++warnings;
+    EXPECT_NE(what.find("--max-flows"), std::string_view::npos);
+  };
+  Harness h(o);
+  trace::TimeNs t = 0;
+  auto client = [](int i) {
+    return Addr{"10.2.0." + std::to_string(i % 200 + 1),
+                static_cast<uint16_t>(20000 + i)};
+  };
+  constexpr int kConnections = 1000;
+  for (int i = 0; i < kConnections; ++i) {
+    h.Frame(t += kMs, PacketBuilder::Tcp(client(i), kWeb, 0, kTcpSyn, ""));
+    h.Frame(t += kMs,
+            PacketBuilder::Tcp(client(i), kWeb, 1, kTcpAck, Get("/")));
+    EXPECT_LE(h.reducer().live_flows(), 8u);
+  }
+  // The newest connection is still followed: its answer pairs.
+  h.Frame(t += kMs, PacketBuilder::Tcp(kWeb, client(kConnections - 1), 1,
+                                       kTcpAck, Ok("x")));
+  h.Finish();
+  EXPECT_EQ(h.Counter("flows_evicted"), kConnections - 8u);
+  EXPECT_EQ(h.Counter("flows_ended_idle"), 0u);
+  EXPECT_EQ(warnings, 1);
+  EXPECT_EQ(h.Kinds().find("RET"),
+            h.Kinds().size() - 4);  // one RET, the last record
+  EXPECT_EQ(std::count_if(h.out.begin(), h.out.end(),
+                          [](const Out& r) { return r.kind == "CALL"; }),
+            kConnections);
+}
+
+// The idle timeout runs on capture time within one input: a file whose
+// packets span more than the timeout ends the silent connections as it is
+// read, so live flows stay those of the last timeout's worth of traffic.
+TEST(ReducerTest, IdleTimeoutEndsFlowsByCaptureTimeWithinOneInput) {
+  ReducerOptions o;
+  o.tcp_idle_timeout = 10'000 * kMs;
+  Harness h(o);
+  trace::TimeNs t = 0;
+  for (int i = 0; i < 100; ++i) {  // one new silent connection a second
+    Addr c{"10.3.0." + std::to_string(i + 1), 30000};
+    h.Frame(t += 1'000 * kMs,
+            PacketBuilder::Tcp(c, kWeb, 1, kTcpAck, Get("/")));
+    EXPECT_LE(h.reducer().live_flows(), 12u);
+  }
+  EXPECT_GE(h.Counter("flows_ended_idle"), 88u);
+  EXPECT_EQ(h.Counter("flows_evicted"), 0u);
+  h.Finish();
+}
 
 // The flow table under churn: thousands of connections, half of them reset
 // (and so ended, their table slots freed) in random order while the rest stay

@@ -31,6 +31,70 @@ TEST(NestCliTest, WritesReportAndJson) {
   EXPECT_EQ(j["patterns"][0]["signature"], "clients->WS(DB)");
 }
 
+// Issue 16, defect 8: calls never answered and distinct names past small
+// limits, through the binaries: nest and stats evict and fold, count it in
+// their JSON, warn once on stderr naming the flag (not with -q), and pair
+// what remains as without the limits. Bad limit values are usage errors.
+TEST(NestCliTest, PendingCallAndNodeLimitsEvictFoldCountAndWarn) {
+  TempDir dir;
+  std::string text = kTrace;
+  for (int i = 0; i < 50; ++i) {
+    text += "0.01" + std::to_string(10 + i) + " CALL c" + std::to_string(i) +
+            " WS lost" + std::to_string(i) + "\n";
+  }
+  text +=
+      "0.1 CALL client WS 3\n0.101 CALL WS DB 4\n0.1035 RET DB WS 4\n0.104 RET "
+      "WS client 3\n";
+  std::string t = dir.Write("lost.trace", text);
+  const std::string limits = " --max-pending-calls 5 --max-nodes 20";
+  std::string out;
+  ASSERT_EQ(
+      RunCli("nest " + t + limits + " --json " + dir.File("r.json"), &out), 0)
+      << out;
+  EXPECT_NE(out.find("warning: 47 calls were still waiting"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("raise --max-pending-calls"), std::string::npos) << out;
+  EXPECT_NE(out.find("warning: more than 20 distinct node names"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("raise --max-nodes"), std::string::npos) << out;
+  auto j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
+  EXPECT_EQ(j["input"]["pending_calls_evicted"], 47);
+  EXPECT_EQ(j["input"]["node_names_folded"], 33);  // c17 ... c49
+  EXPECT_EQ(j["input"]["unmatched_calls"], 50);
+  EXPECT_EQ(j["input"]["call_pairs"], 4);
+  EXPECT_EQ(j["patterns"][0]["signature"], "clients->WS(DB)");
+  EXPECT_EQ(j["patterns"][0]["count"], 2);
+  ASSERT_EQ(
+      RunCli("nest -q " + t + limits + " --json " + dir.File("q.json"), &out),
+      0);
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  ASSERT_EQ(RunCli("nest " + t + " --json " + dir.File("d.json"), &out), 0)
+      << out;
+  EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+  auto d = nlohmann::json::parse(ReadFile(dir.File("d.json")));
+  EXPECT_EQ(d["input"]["pending_calls_evicted"], 0);
+  EXPECT_EQ(d["patterns"], j["patterns"]);
+
+  ASSERT_EQ(
+      RunCli("stats " + t + limits + " --json " + dir.File("s.json"), &out), 0)
+      << out;
+  EXPECT_NE(out.find("raise --max-pending-calls"), std::string::npos) << out;
+  EXPECT_NE(out.find("raise --max-nodes"), std::string::npos) << out;
+  auto s = nlohmann::json::parse(ReadFile(dir.File("s.json")));
+  EXPECT_EQ(s["pending_calls_evicted"], 47);
+  EXPECT_EQ(s["calls_without_return"], 50);
+  EXPECT_EQ(s["node_names_folded"], 33);
+  for (const char* cmd : {"nest", "stats"}) {
+    for (const char* bad : {" --max-pending-calls=-3",
+                            " --max-pending-calls many", " --max-nodes 1.5"}) {
+      EXPECT_EQ(RunCli(std::string(cmd) + " " + t + bad, &out), 2)
+          << cmd << bad;
+      EXPECT_NE(out.find("must be a whole number"), std::string::npos) << out;
+    }
+  }
+}
+
 // Issue 16, defects 6 and 7: node names and callids that are not UTF-8 or
 // hold control bytes are refused when read, with FILE:LINE and the bytes
 // escaped, by every command (they used to crash nest --json and stats --json

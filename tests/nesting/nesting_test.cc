@@ -105,6 +105,56 @@ TEST(NestingTest, UnmatchedCallsAreCountedAndNeverParents) {
   EXPECT_EQ(r->patterns[0].signature, "B->C");
 }
 
+// Issue 16: calls that are never answered must not grow the pairing table
+// without bound. Past Params::max_pending_calls the oldest pending call is
+// evicted: counted, left unmatched (never a parent), and the calls after it
+// still pair and nest as without the limit.
+TEST(NestingTest, PendingCallsPastTheLimitAreEvictedAsUnmatched) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) {
+    text += "0." + std::to_string(100 + i) + " CALL A X lost" +
+            std::to_string(i) + "\n";
+  }
+  text += "1 CALL A B r1\n1.1 CALL B C r2\n1.2 RET C B r2\n1.3 RET B A r1\n";
+  text += "1.4 RET X A lost0\n";  // too late: its call was evicted
+  Params p = KeepClients();
+  p.max_pending_calls = 4;
+  auto r = NestText(text, p);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->input.pending_calls_evicted, 498u);
+  EXPECT_EQ(r->input.unmatched_calls, 500u);
+  EXPECT_EQ(r->input.unmatched_returns, 1u);
+  EXPECT_EQ(r->input.call_pairs, 2u);
+  ASSERT_EQ(r->patterns.size(), 1u);
+  EXPECT_EQ(r->patterns[0].signature, "A->B(C)");
+  // Without the limit: the same pairs and patterns, nothing evicted (and
+  // lost0 pairs with its return).
+  auto unlimited = NestText(text, KeepClients());
+  ASSERT_TRUE(unlimited.ok());
+  EXPECT_EQ(unlimited->input.pending_calls_evicted, 0u);
+  EXPECT_EQ(unlimited->input.unmatched_calls, 499u);
+  ASSERT_EQ(unlimited->patterns.size(), 2u);
+}
+
+// Returns stamped before their calls wait for them under a skew window;
+// a crafted trace of returns at one instant must not grow that table past
+// the limit either. The survivors still pair with their calls.
+TEST(NestingTest, EarlyReturnsPastTheLimitAreDroppedAsUnmatched) {
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += "1 RET B A early" + std::to_string(i) + "\n";
+  text += "1.001 CALL A B early299\n1.002 CALL A B early0\n";
+  Params p = KeepClients();
+  p.skew_auto = false;
+  p.skew_window = 5'000'000;  // 5 ms
+  p.max_pending_calls = 10;
+  auto r = NestText(text, p);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->input.call_pairs, 1u);  // early299 was kept, early0 dropped
+  EXPECT_EQ(r->input.unmatched_returns, 299u);  // 290 dropped, 9 never claimed
+  EXPECT_EQ(r->input.unmatched_calls, 1u);
+}
+
 TEST(NestingTest, OverlapPenaltySpreadsTiedChildrenOverParents) {
   // Two parents start together; two overlapping children have identical
   // delays to both. Without a penalty both go to the earliest parent; with

@@ -1,0 +1,162 @@
+// The bounded table of calls waiting for their return (issue 16): FIFO per
+// key, eviction of the oldest past the limit, counted; nodes reused so
+// memory follows the calls pending at once. Also the node-name limit of
+// NodeTable, and both through ComputeStats.
+#include "trace/pending_calls.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/util/temp_dir.h"
+#include "trace/node_table.h"
+#include "trace/reader.h"
+#include "trace/stats.h"
+
+namespace bbprof::trace {
+namespace {
+
+using bbprof::testing::TempDir;
+
+std::string Key(NodeId a, NodeId b, std::string_view callid) {
+  Record r;
+  r.callid = callid;
+  std::string k;
+  PendingCallKey(a, b, r, &k);
+  return k;
+}
+
+TEST(PendingCallsTest, RepeatedKeysAreFirstInFirstOut) {
+  PendingCalls<int> p(0);
+  int out = -1;
+  EXPECT_FALSE(p.Add(Key(1, 2, "-"), 10, &out));
+  EXPECT_FALSE(p.Add(Key(1, 2, "-"), 11, &out));
+  EXPECT_FALSE(p.Add(Key(2, 1, "-"), 12, &out));  // the other direction
+  ASSERT_TRUE(p.Take(Key(1, 2, "-"), &out));
+  EXPECT_EQ(out, 10);
+  ASSERT_TRUE(p.Take(Key(1, 2, "-"), &out));
+  EXPECT_EQ(out, 11);
+  EXPECT_FALSE(p.Take(Key(1, 2, "-"), &out));
+  EXPECT_EQ(p.size(), 1u);
+}
+
+TEST(PendingCallsTest, NumericAndTextCallidsAreDifferentKeys) {
+  Record r;
+  r.callid_is_number = true;
+  r.callid_number = 0x3d3d;  // the bytes of "==" would collide if untagged
+  std::string numeric, text = Key(1, 2, "==");
+  PendingCallKey(1, 2, r, &numeric);
+  EXPECT_NE(numeric, text);
+}
+
+// Past the limit the oldest pending call goes, whatever its key; a return
+// for it then finds nothing (counted unmatched by the caller), and later
+// calls still pair with their own returns.
+TEST(PendingCallsTest, PastTheLimitTheOldestIsEvictedAndCounted) {
+  PendingCalls<int> p(3);
+  int out = -1;
+  for (int i = 0; i < 3; ++i)
+    EXPECT_FALSE(p.Add(Key(1, 2, std::to_string(i)), i, &out));
+  ASSERT_TRUE(p.Take(Key(1, 2, "1"), &out));  // answered: no longer pending
+  EXPECT_FALSE(p.Add(Key(1, 2, "3"), 3, &out));
+  ASSERT_TRUE(p.Add(Key(1, 2, "4"), 4, &out));
+  EXPECT_EQ(out, 0);  // the oldest still pending
+  ASSERT_TRUE(p.Add(Key(1, 2, "5"), 5, &out));
+  EXPECT_EQ(out, 2);
+  EXPECT_EQ(p.evictions(), 2u);
+  EXPECT_EQ(p.size(), 3u);
+  EXPECT_FALSE(p.Take(Key(1, 2, "0"), &out));
+  for (int i : {3, 4, 5}) {
+    ASSERT_TRUE(p.Take(Key(1, 2, std::to_string(i)), &out));
+    EXPECT_EQ(out, i);
+  }
+  EXPECT_EQ(p.size(), 0u);
+}
+
+// The oldest call of a repeated key is evicted from the front of its
+// queue, so the next return of that key takes the next call, in order.
+TEST(PendingCallsTest, EvictionKeepsARepeatedKeyInOrder) {
+  PendingCalls<int> p(2);
+  int out = -1;
+  EXPECT_FALSE(p.Add(Key(1, 2, "-"), 1, &out));
+  EXPECT_FALSE(p.Add(Key(1, 2, "-"), 2, &out));
+  ASSERT_TRUE(p.Add(Key(1, 2, "-"), 3, &out));
+  EXPECT_EQ(out, 1);
+  ASSERT_TRUE(p.Take(Key(1, 2, "-"), &out));
+  EXPECT_EQ(out, 2);
+  ASSERT_TRUE(p.Take(Key(1, 2, "-"), &out));
+  EXPECT_EQ(out, 3);
+}
+
+TEST(PendingCallsTest, OldestAndPopOldestExpireInAgeOrder) {
+  PendingCalls<int> p(0);
+  int out = -1;
+  EXPECT_FALSE(p.Oldest(&out));
+  p.Add(Key(1, 2, "x"), 1, &out);
+  p.Add(Key(3, 4, "y"), 2, &out);
+  p.Add(Key(1, 2, "x"), 3, &out);
+  ASSERT_TRUE(p.Oldest(&out));
+  EXPECT_EQ(out, 1);
+  p.PopOldest();
+  ASSERT_TRUE(p.Oldest(&out));
+  EXPECT_EQ(out, 2);
+  ASSERT_TRUE(p.Take(Key(1, 2, "x"), &out));
+  EXPECT_EQ(out, 3);
+  p.PopOldest();
+  EXPECT_FALSE(p.Oldest(&out));
+  EXPECT_EQ(p.size(), 0u);
+}
+
+TEST(NodeTableTest, PastTheLimitNewNamesFoldIntoTheOverflowNode) {
+  NodeTable t;
+  t.SetLimit(2);
+  NodeId a = t.Intern("a"), b = t.Intern("b");
+  NodeId c = t.Intern("c"), d = t.Intern("d");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(c, d);
+  EXPECT_TRUE(t.IsOverflow(c));
+  EXPECT_EQ(t.Name(c), NodeTable::kOverflowName);
+  EXPECT_EQ(t.Intern("a"), a);  // known names keep their ids
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(t.folded(), 2u);
+  EXPECT_TRUE(CheckNodeName(NodeTable::kOverflowName).empty());
+}
+
+// A trace of calls that are never answered, and one of a thousand distinct
+// clients, through stats with small limits: memory-bound tables, counted.
+TEST(StatsLimitsTest, UnansweredCallsAndDistinctNamesAreBoundedAndCounted) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 1000; ++i) {
+    text += std::to_string(i) + " CALL client" + std::to_string(i) +
+            " server c" + std::to_string(i) + "\n";
+  }
+  text += "1000 RET server client999 c999\n";  // the newest is still pending
+  text += "1001 RET server client0 c0\n";      // the oldest was evicted
+  std::string p = dir.Write("s.trace", text);
+  auto nodes = std::make_shared<NodeTable>();
+  nodes->SetLimit(100);
+  auto r = OpenTraceReader(p, nodes);
+  ASSERT_TRUE(r.ok());
+  StatsOptions opts;
+  opts.max_pending_calls = 10;
+  int warnings = 0;
+  opts.on_limit = [&](std::string_view what) {
+    ++warnings;
+    EXPECT_NE(what.find("--max-pending-calls"), std::string_view::npos);
+  };
+  auto s = ComputeStats(**r, opts);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(warnings, 1);
+  EXPECT_EQ(s->pending_calls_evicted, 990u);
+  EXPECT_EQ(s->calls_without_return, 999u);
+  EXPECT_EQ(s->returns_without_call, 1u);
+  EXPECT_EQ(s->nodes.size(), 101u);  // 99 clients, the server, {other-nodes}
+  EXPECT_EQ(s->node_names_folded, 902u);  // 901 calls, 1 return
+  EXPECT_EQ(s->nodes.at(std::string(NodeTable::kOverflowName)).sent, 901u);
+  EXPECT_NE(StatsToJson(*s).find("\"pending_calls_evicted\": 990"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace bbprof::trace
