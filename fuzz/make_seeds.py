@@ -115,8 +115,8 @@ def seeds_capture(out):
             data = f.read()
         if pcap.endswith(".gz"):
             # Keep it compressed (the reader undoes it), but short.
-            data = gzip.compress(gzip.decompress(data)[:64 * 1024])
-        write(out, os.path.basename(pcap), data[:256 * 1024])
+            data = gzip.compress(gzip.decompress(data)[:MAX_SEED])
+        write(out, os.path.basename(pcap), data[:MAX_SEED])
 
 
 def flows(pcap):
@@ -237,7 +237,7 @@ def main():
                 if name.endswith(".conf"):
                     shutil.copy(os.path.join(SAMPLES, name),
                                 os.path.join(a.out, name))
-        elif t in ("result_json", "render"):
+        elif t in ("result_json", "render", "eval"):
             seeds_results(a.bbprof, tmp, a.out)
         elif t == "offsets":
             seeds_offsets(a.bbprof, tmp, a.out)
