@@ -114,6 +114,7 @@ std::string Zstd(std::string_view in) {
   return out;
 }
 
+#if BBPROF_FUZZ_BINARY
 // Mutations almost always break a block's CRC-32, and the reader then stops
 // before decoding the block. So the binary target recomputes the checksum of
 // every block it can walk (12-byte file header, then blocks of a 12-byte
@@ -141,6 +142,7 @@ void FixBlockChecksums(std::string& bytes) {
     at = payload + len;
   }
 }
+#endif
 
 MemFile& File() {
   static MemFile* const file = new MemFile;
