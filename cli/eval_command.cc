@@ -9,6 +9,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
+#include "cli/eval_params.h"
 #include "cli/naming_flags.h"
 #include "nesting/evaluation.h"
 #include "nesting/result_eval.h"
@@ -60,50 +61,14 @@ int Run(std::span<const std::string> args) {
   }
   if (Status s = viz::ValidateResult(j); !s.ok())
     return cl.Fail(s.WithContext(result_path));
-  nesting::Params params;
-  try {
-    const auto& p = j.at("params");
-    params.penalty_overlap = p.at("penalty_overlap").get<double>();
-    params.penalty_same = p.at("penalty_same").get<double>();
-    params.penalty_generic = p.at("penalty_generic").get<double>();
-    double w = p.at("skew_window_s").get<double>();
-    params.skew_window = static_cast<trace::TimeNs>(w * 1e9 + 0.5);
-    // Automatic windows are worked out again from the truth trace (the
-    // same trace, so the same windows); results from before the automatic
-    // mode used the fixed window.
-    params.skew_auto = p.value("skew", std::string("fixed")) == "auto";
-    params.smooth_bins = p.at("smoothing").get<double>();
-    params.bin_base = p.at("bin_base").get<double>();
-    params.raw_bin_scores = p.value("score", std::string("raw")) == "raw";
-    // Results from before refinement existed were made without it.
-    params.refine_passes = p.value("refine_passes", 0);
-    params.timeline_passes = p.value("timeline_passes", 0);
-    const std::string assign = p.value("assign", std::string("model"));
-    if (assign != "model" && assign != "fcfs") {
-      return cl.Fail(
-          result_path +
-          ": bad \"params\": \"assign\" must be \"model\" or \"fcfs\"");
-    }
-    params.assign =
-        assign == "fcfs" ? nesting::Assign::kFcfs : nesting::Assign::kModel;
-    // Results from before operations and client folding grouped by node
-    // and kept clients apart.
-    params.group_by_op = p.value("group_by", std::string("node")) == "op";
-    params.op_keys = p.value("op_keys", false);
-    if (std::string why = ParseClientsFlag(
-            p.value("clients", std::string("keep")), &params.clients);
-        !why.empty()) {
-      return cl.Fail(result_path + ": bad \"params\": " + why);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return cl.Fail(result_path + ": bad \"params\": " + e.what());
-  }
+  Result<nesting::Params> params = ReadResultParams(j);
+  if (!params.ok()) return cl.Fail(params.status().WithContext(result_path));
   nesting::EvalOptions opts;
   opts.tolerance = tol;
   opts.max_n = max_n;
   nesting::ResultEvalInput in;
   in.result_path = result_path;
-  in.params = params;
+  in.params = *params;
   in.truth_trace = cl.Get<std::string>("truth");
   if (cl.Has("requests") && cl.Has("no-requests")) {
     return cl.UsageError("--requests and --no-requests exclude each other");

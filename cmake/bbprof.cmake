@@ -10,6 +10,16 @@ if(BBPROF_SANITIZE)
     -fsanitize=${BBPROF_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(bbprof_options INTERFACE -fsanitize=${BBPROF_SANITIZE})
 endif()
+if(BBPROF_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "BBPROF_BUILD_FUZZERS needs clang (libFuzzer); "
+                        "configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  # Coverage instrumentation everywhere; only the fuzz targets link libFuzzer
+  # itself (-fsanitize=fuzzer). Other executables get the sanitizer runtime's
+  # no-op coverage callbacks.
+  target_compile_options(bbprof_options INTERFACE -fsanitize=fuzzer-no-link)
+endif()
 
 # bbprof_add_test(NAME SOURCES... LIBS ...): one GoogleTest binary, registered
 # with CTest test by test so a failure names the test.

@@ -56,7 +56,7 @@ static_assert(sizeof(Pair) == 56, "one Pair per call: keep it small");
 class BinScale {
  public:
   explicit BinScale(double base)
-      : base_(base), inv_log_base_(1.0 / std::log(base)) {
+      : inv_log_base_(1.0 / std::log(base)) {
     constexpr double kMinNs = 1e3;              // 1 us
     constexpr double kMaxNs = 2.0 * 3600 * 1e9;  // 2 hours
     positive_bins_ = 1 + static_cast<int>(std::ceil(std::log(kMaxNs / kMinNs) *
@@ -116,7 +116,6 @@ class BinScale {
   }
 
  private:
-  double base_;
   double inv_log_base_;
   static constexpr int kCellBits = 8;
   static constexpr int kCellsPerOctave = 1 << kCellBits;

@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config
+  # the asan preset builds with clang, and the fuzz targets link libFuzzer
+  clang libfuzzer-14-dev
   # libraries
   libpcap-dev libfftw3-dev libboost-program-options-dev libgraphviz-dev
   nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libnghttp2-dev

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nesting/evaluation.h"
@@ -491,6 +492,36 @@ TEST(ResultEvalCliTest, AResultScoredAgainstAnotherTraceIsRefused) {
   EXPECT_EQ(
       RunCli("eval " + dir.File("old.json") + " --truth " + Sample(), &out), 1);
   EXPECT_NE(out.find("input.crc32"), std::string::npos) << out;
+}
+
+// Found by the eval fuzz target (fuzz/regressions/eval/): huge numbers in
+// the recorded params were converted to int and int64 without a check,
+// undefined behaviour that UBSan stopped on and release builds ran with.
+TEST(ResultEvalCliTest, OutOfRangeParamsAreRefusedNamingTheField) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(
+      RunCli("nest " + Sample() + " -q --json " + dir.File("r.json"), &out), 0)
+      << out;
+  const json r = json::parse(ReadFile(dir.File("r.json")));
+  for (const auto& [key, value, what] :
+       {std::tuple{"refine_passes", json(1e300), "integer from 0 to 100"},
+        std::tuple{"timeline_passes", json(-1), "integer from 0 to 100"},
+        std::tuple{"timeline_passes", json(2.5), "integer from 0 to 100"},
+        std::tuple{"skew_window_s", json(1e300), "non-negative number"},
+        std::tuple{"skew_window_s", json(-0.5), "non-negative number"}}) {
+    json bad = r;
+    bad["params"][key] = value;
+    dir.Write("bad.json", bad.dump());
+    EXPECT_EQ(
+        RunCli("eval " + dir.File("bad.json") + " --truth " + Sample(), &out),
+        1)
+        << key << " " << value;
+    EXPECT_NE(out.find(std::string("bad.json: bad \"params\": \"") + key),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find(what), std::string::npos) << out;
+  }
 }
 
 // eval of the exported requests gives the figures of the re-run evaluation
