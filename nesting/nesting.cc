@@ -266,6 +266,10 @@ class Engine {
     result.skew = skew_;
     BBPROF_RETURN_IF_ERROR(FindCallPaths(&result.patterns));
     result.input = stats_;
+    for (const std::string& m : reader_.meta()) {
+      if (result.input.meta.size() == kMaxInputMeta) break;
+      result.input.meta.push_back(m.substr(0, kMaxInputMetaChars));
+    }
     return result;
   }
 

@@ -152,6 +152,9 @@ struct Pattern {
   Timeline timeline;
 };
 
+inline constexpr size_t kMaxInputMeta = 64;
+inline constexpr size_t kMaxInputMetaChars = 4096;
+
 struct InputStats {
   std::string path;
   uint64_t messages = 0;
@@ -174,6 +177,10 @@ struct InputStats {
   // of a call that has any (5.1.2).
   double mean_parallelism = 0;
   uint64_t nodes = 0;
+  // The trace's "#meta" line bodies (its producer, capture counters and
+  // drops: docs/formats.md), for the report's "what the input was"; at most
+  // kMaxInputMeta lines of kMaxInputMetaChars.
+  std::vector<std::string> meta;
   uint64_t scoreboards = 0;
 };
 

@@ -159,6 +159,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   in["mean_parallelism"] = r.input.mean_parallelism;
   in["free_messages"] = r.input.free_messages;
   in["nodes"] = r.input.nodes;
+  in["meta"] = r.input.meta;
   auto& p = j["params"];
   p["penalty_overlap"] = r.params.penalty_overlap;
   p["penalty_same"] = r.params.penalty_same;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "viz/result_json.h"
+#include "viz/style.h"
 
 namespace bbprof::viz {
 
@@ -200,6 +201,7 @@ Status ParseCulprit(const json& p, const std::string& path, Pattern* pat) {
   if (it == p.end() || it->is_null()) {
     pat->culprit_path = FindCulprit(pat->root);
     pat->culprit_own_s = NodeAt(*pat, pat->culprit_path).own_s;
+    pat->culprit_added_s = AddedTime(pat->culprit_own_s, pat->count);
     return Status::Ok();
   }
   const std::string cp = path + ".culprit";
@@ -217,6 +219,10 @@ Status ParseCulprit(const json& p, const std::string& path, Pattern* pat) {
     n = &n->children[pat->culprit_path.back()];
   }
   VIZ_ASSIGN(pat->culprit_own_s, GetNumber(*it, cp, "own_time_s"));
+  pat->culprit_added_s = AddedTime(pat->culprit_own_s, pat->count);
+  if (it->contains("added_s")) {
+    VIZ_ASSIGN(pat->culprit_added_s, GetNumber(*it, cp, "added_s"));
+  }
   return Status::Ok();
 }
 

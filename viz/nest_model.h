@@ -71,6 +71,7 @@ struct Pattern {
   // the node with the largest own time (FindCulprit).
   std::vector<size_t> culprit_path;
   double culprit_own_s = 0;
+  double culprit_added_s = 0;  // time it adds over all instances
   Example median, slowest;
   Timeline timeline;
   std::vector<Suspect> suspects;

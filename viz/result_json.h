@@ -24,6 +24,11 @@ namespace bbprof::viz {
 // the document), without the file name.
 Status ValidateResult(const nlohmann::json& doc);
 
+// Reads and parses a result file ('-': standard input). Errors name the
+// file, and the line and column of a JSON syntax error; the document is not
+// validated yet (ValidateResult).
+Result<nlohmann::json> LoadResultJson(const std::string& path);
+
 // The accessors behind it. `path` is the JSON path of `obj` ("" for the
 // document); errors name path.key and what was expected.
 Status FieldError(const std::string& path, const char* expected,

@@ -70,6 +70,19 @@ inline constexpr std::string_view kLegendConvEdge =
     "first; red and thick: the slowest edges, adding at least half the most "
     "time (messages x delay)";
 
+inline constexpr std::string_view kLegendMap =
+    "all patterns merged into one graph (section 8); node: calls into it, "
+    "the time it adds over all patterns and its share of all requests' "
+    "time; edge: calls and their mean latency; fill: time added, on the "
+    "map's own scale (its sums are larger than any one pattern's)";
+inline constexpr std::string_view kLegendPhases =
+    "one row per pattern, one column per window; a cell's colour is the "
+    "time the pattern's requests took in that window (instances x mean "
+    "latency), on one scale for the chart; hover a cell for its numbers";
+inline constexpr std::string_view kLegendWaterfall =
+    "one bar per call, from the call to its return, relative to the root "
+    "call; indentation is nesting";
+
 // The culprit line of a pattern: "DB adds 495 s in total (95.0 ms a call,
 // 61% of this path's latency)".
 std::string CulpritText(const std::string& node, double own_time_s,
