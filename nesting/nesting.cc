@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/progress.h"
+#include "nesting/intervals.h"
 #include "nesting/skew.h"
 #include "trace/byte_stream.h"
 #include "trace/timestamp.h"
@@ -1342,18 +1343,7 @@ class Engine {
       TimeNs b = std::clamp<TimeNs>(cp.ret - p.call, 0, std::max<TimeNs>(lat, 0));
       if (b > a) iv.emplace_back(a, b);
     }
-    std::sort(iv.begin(), iv.end());
-    TimeNs covered = 0, cur_a = 0, cur_b = -1;
-    for (const auto& [a, b] : iv) {
-      if (a > cur_b) {
-        if (cur_b > cur_a) covered += cur_b - cur_a;
-        cur_a = a;
-        cur_b = b;
-      } else {
-        cur_b = std::max(cur_b, b);
-      }
-    }
-    if (cur_b > cur_a) covered += cur_b - cur_a;
+    const TimeNs covered = UnionLength(&iv);
     return lat - covered;
   }
 
