@@ -61,6 +61,13 @@ TEST(ReportCliTest, ExitCodes) {
       << ReadFile(dir.File("stderr"));
   EXPECT_EQ(RunBbprof("report " + dir.File("absent.json") + out, dir), 1);
   EXPECT_FALSE(std::filesystem::exists(dir.File("r.html")));
+  // An unwritable output is named alone, without the input's name.
+  EXPECT_EQ(
+      RunBbprof("report " + kData + "nest.json -o " + dir.File("absent/r.html"),
+                dir),
+      1);
+  EXPECT_EQ(ReadFile(dir.File("stderr")).find("nest.json"), std::string::npos)
+      << ReadFile(dir.File("stderr"));
 }
 
 TEST(ReportCliTest, NestWritesTheSamePageAsReport) {
