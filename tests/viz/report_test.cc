@@ -154,6 +154,16 @@ TEST(ReportTest, OlderResultsWithoutTheNewFieldsStillReport) {
             std::string::npos);
 }
 
+// Names with markup, quotes, backslashes and UTF-8 come out as written,
+// escaped, and never as markup of the page.
+TEST(ReportTest, NamesAreEscaped) {
+  std::string page = BuildOk(Load("special.json"));
+  EXPECT_EQ(Count(page, "<script"), 1u);
+  EXPECT_EQ(page.find("<x>"), std::string::npos);
+  EXPECT_NE(page.find("we\\b&lt;x&gt;&amp;amp;"), std::string::npos);
+  EXPECT_NE(page.find("Z\u00fcrich \u6771\u4eac"), std::string::npos);
+}
+
 TEST(ReportTest, BadReportFieldsNameTheirJsonPath) {
   nlohmann::json doc = WithReportFields();
   doc["patterns"][0]["root"]["latency_hist"]["counts"] = {1, 2, 3};
