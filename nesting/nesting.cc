@@ -1366,7 +1366,8 @@ class Engine {
     TimeNs span = last > first ? last - first : 0;
     for (TimeNs decade = 1000;; decade *= 10) {  // from 1 us
       for (TimeNs step : {decade, 2 * decade, 5 * decade}) {
-        // +1: the span's last instant needs a bucket of its own.
+        // +2: buckets are aligned on multiples of the step, so both ends of
+        // the span can fall in partial buckets.
         if (span / step + 2 <= kMaxTimelineBuckets) return step;
       }
     }
