@@ -682,8 +682,8 @@ class Engine {
 
   // Beyond section 7.5.6: the windows above admit a wrong parent anywhere
   // in their width, and an offset shift admits none. So when the trace
-  // needs windows, a first assignment is made with them (the model, no
-  // pathids, so that evaluation's cheating run gets the same offsets), and
+  // needs windows, a first assignment is made with them (the default model,
+  // no pathids, so that evaluation's cheating run gets the same offsets), and
   // each edge's children, parents and latencies bound the offset between
   // its two clocks (SolveClockOffsets, nesting/skew.h). Every timestamp is
   // then moved back by its stamping node's offset (a call's start by the
@@ -718,7 +718,14 @@ class Engine {
   bool CorrectClocksOnce() {
     const Params saved = params_;
     params_.use_pathids = false;
+    // The clocks are preprocessing shared by every way of choosing parents:
+    // the first assignment is the default model's (or more passes), so that
+    // the baselines are compared after the same skew handling.
     params_.assign = Assign::kModel;
+    params_.refine_passes =
+        std::max(saved.refine_passes, Params().refine_passes);
+    params_.timeline_passes =
+        std::max(saved.timeline_passes, Params().timeline_passes);
     FindCandidates();
     ScoreNestings();
     FindNestedPairs();
