@@ -191,6 +191,14 @@ int Run(std::span<const std::string> args) {
     Inform(cl, "skipped " + std::to_string((*reader)->bad_lines_skipped()) +
                    " malformed lines (first: " + (*reader)->first_bad_line_error() + ")");
   }
+  for (const nesting::NodeClockOffset& o : result->clock_offsets) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "clock skew: %s stamps %+.6f s off (mid-trace), drifting "
+                  "%+.1f ppm; corrected",
+                  o.node.c_str(), o.offset_s, o.drift_ppm);
+    Inform(cl, line);
+  }
   for (const nesting::EdgeSkew& e : result->skew) {
     char line[256];
     std::snprintf(line, sizeof line,

@@ -6,6 +6,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -227,13 +228,20 @@ class Engine {
     if (!std::is_sorted(ret_order_.begin(), ret_order_.end(), by_return)) {
       std::stable_sort(ret_order_.begin(), ret_order_.end(), by_return);
     }
-    if (params_.skew_auto) EstimateSkew();
+    if (params_.skew_auto) {
+      EstimateSkew();
+      // Windows mean some call misses every call that could have caused
+      // it: skew, or an asynchronous server. Offsets tell the two apart.
+      if (!edge_windows_.empty()) CorrectClocks();
+    }
     FindCandidates();
     ScoreNestings();
     FindNestedPairs();
+    RestoreObservedTimes();
     NestingResult result;
     result.params = params_;
     result.skew = skew_;
+    result.clock_offsets = clock_offsets_;
     BBPROF_RETURN_IF_ERROR(FindCallPaths(&result.patterns));
     result.input = stats_;
     for (const std::string& m : reader_.meta()) {
@@ -516,14 +524,19 @@ class Engine {
     std::vector<std::deque<uint32_t>> recent(n_nodes);
     std::vector<uint32_t> calls;
     size_t ci = 0;  // next pair (in call order) to start
+    auto in_call_order = [&](size_t k) {
+      return call_order_.empty() ? static_cast<uint32_t>(k) : call_order_[k];
+    };
     for (uint32_t child : ret_order_) {
       const Pair& c = pairs_[child];
       // With a skew window, a parent that starts after its child (by up to
       // w) must already be active when the child returns: start calls up
       // to w ahead of the return being processed.
       const TimeNs horizon = c.ret + w;
-      for (; ci < pairs_.size() && pairs_[ci].call <= horizon; ++ci) {
-        if (pairs_[ci].ret >= 0) active[pairs_[ci].callee].push_back(ci);
+      for (; ci < pairs_.size() && pairs_[in_call_order(ci)].call <= horizon;
+           ++ci) {
+        const uint32_t k = in_call_order(ci);
+        if (pairs_[k].ret >= 0) active[pairs_[k].callee].push_back(k);
       }
       // The child itself leaves its callee's active list.
       auto& own = active[c.callee];
@@ -627,6 +640,151 @@ class Engine {
     params_.skew_window = widest;
   }
 
+  // Beyond section 7.5.6: the windows above admit a wrong parent anywhere
+  // in their width, and an offset shift admits none. So when the trace
+  // needs windows, a first assignment is made with them (the default model,
+  // no pathids, so that evaluation's cheating run gets the same offsets), and
+  // each edge's children, parents and latencies bound the offset between
+  // its two clocks (SolveClockOffsets, nesting/skew.h). Every timestamp is
+  // then moved back by its stamping node's offset (a call's start by the
+  // caller's, its return by the callee's), the windows are worked out again
+  // for what skew is left, and the parents are chosen afresh. Observed
+  // times come back before paths are built (RestoreObservedTimes), so
+  // latencies and call delays are reported as stamped.
+  // Each round learns from the assignment the previous round's clocks
+  // allowed, so a first assignment spoilt by wide windows (many requests in
+  // flight) is mended by the next; rounds stop when no window is left or
+  // the offsets stop moving.
+  static constexpr int kClockRounds = 3;
+  void CorrectClocks() {
+    for (int round = 0; round < kClockRounds && !edge_windows_.empty();
+         ++round) {
+      if (!CorrectClocksOnce()) break;
+    }
+    for (size_t n = 0; n < clock_total_.offset.size(); ++n) {
+      if (clock_total_.offset[n] != 0 || clock_total_.drift[n] != 0) {
+        clock_offsets_.push_back({names_[n],
+                                  trace::NsToSeconds(clock_total_.offset[n]),
+                                  clock_total_.drift[n] * 1e6});
+      }
+    }
+    std::sort(clock_offsets_.begin(), clock_offsets_.end(),
+              [](const NodeClockOffset& a, const NodeClockOffset& b) {
+                return a.node < b.node;
+              });
+  }
+
+  // One round: returns whether any clock moved.
+  bool CorrectClocksOnce() {
+    const Params saved = params_;
+    params_.use_pathids = false;
+    // The clocks are preprocessing shared by every way of choosing parents:
+    // the first assignment is the default model's (or more passes), so that
+    // the baselines are compared after the same skew handling.
+    params_.assign = Assign::kModel;
+    params_.refine_passes =
+        std::max(saved.refine_passes, Params().refine_passes);
+    params_.timeline_passes =
+        std::max(saved.timeline_passes, Params().timeline_passes);
+    FindCandidates();
+    ScoreNestings();
+    FindNestedPairs();
+    params_ = saved;
+    std::unordered_map<uint64_t, EdgeClockEvidence> evidence;
+    auto edge = [&](const Pair& p) -> EdgeClockEvidence& {
+      EdgeClockEvidence& e = evidence[EdgeKey(p)];
+      e.caller = p.caller;
+      e.callee = p.callee;
+      return e;
+    };
+    TimeNs t0 = std::numeric_limits<TimeNs>::max(),
+           t1 = std::numeric_limits<TimeNs>::min();
+    for (const Pair& c : pairs_) {
+      if (c.ret < 0) continue;
+      t0 = std::min(t0, c.call);
+      t1 = std::max(t1, c.call);
+      EdgeClockEvidence& ce = edge(c);
+      if (!c.imputed) ce.latencies.push_back({c.call, c.ret - c.call});
+      if (c.parent == kNone) continue;
+      const Pair& p = pairs_[c.parent];
+      edge(p).child_starts.push_back({c.call, c.call - p.call});
+      // A child made after its parent returned (an asynchronous server)
+      // says nothing about the order of the two returns.
+      if (!c.imputed && !p.imputed && c.call <= p.ret) {
+        ce.parent_ends.push_back({c.ret, p.ret - c.ret});
+      }
+    }
+    std::vector<EdgeClockEvidence> edges;
+    edges.reserve(evidence.size());
+    for (auto& [key, e] : evidence) edges.push_back(std::move(e));
+    std::sort(edges.begin(), edges.end(),
+              [](const EdgeClockEvidence& a, const EdgeClockEvidence& b) {
+                return std::tie(a.caller, a.callee) <
+                       std::tie(b.caller, b.callee);
+              });
+    const ClockCorrection clocks =
+        SolveClockOffsets(edges, names_.size(), t0, t1);
+    ResetAssignment();
+    if (!clocks.any())
+      return false;  // no clock disagrees: the windows stand (asynchrony)
+    if (observed_.empty()) {
+      observed_.resize(pairs_.size());
+      for (size_t i = 0; i < pairs_.size(); ++i)
+        observed_[i] = {pairs_[i].call, pairs_[i].ret};
+      clock_total_.t0 = clocks.t0;
+      clock_total_.offset.assign(names_.size(), 0);
+      clock_total_.drift.assign(names_.size(), 0.0);
+    }
+    for (size_t n = 0; n < names_.size(); ++n) {
+      clock_total_.offset[n] +=
+          clocks.Offset(static_cast<NodeId>(n), clock_total_.t0);
+      clock_total_.drift[n] += clocks.drift[n];
+    }
+    for (size_t i = 0; i < pairs_.size(); ++i) {
+      Pair& p = pairs_[i];
+      p.call -= clocks.Offset(p.caller, p.call);
+      if (p.ret >= 0) p.ret -= clocks.Offset(p.callee, p.ret);
+    }
+    call_order_.resize(pairs_.size());
+    std::iota(call_order_.begin(), call_order_.end(), 0u);
+    std::stable_sort(call_order_.begin(), call_order_.end(),
+                     [&](uint32_t a, uint32_t b) {
+                       return pairs_[a].call < pairs_[b].call;
+                     });
+    std::stable_sort(
+        ret_order_.begin(), ret_order_.end(),
+        [&](uint32_t a, uint32_t b) { return pairs_[a].ret < pairs_[b].ret; });
+    edge_windows_.clear();
+    skew_.clear();
+    EstimateSkew();
+    return true;
+  }
+
+  // Undoes a first assignment: candidates, scoreboards, parents.
+  void ResetAssignment() {
+    for (Pair& p : pairs_) {
+      p.cand_begin = p.cand_end = 0;
+      p.parent = p.first_child = p.next_sibling = kNone;
+      p.children = 0;
+    }
+    cands_.clear();
+    board_index_.clear();
+    boards_.clear();
+    board_flat_ = FlatIndex();
+    score_cache_.clear();
+  }
+
+  // The timestamps as stamped, after CorrectClocks moved them.
+  void RestoreObservedTimes() {
+    if (observed_.empty()) return;
+    for (size_t i = 0; i < pairs_.size(); ++i) {
+      pairs_[i].call = observed_[i].first;
+      pairs_[i].ret = observed_[i].second;
+    }
+    observed_.clear();
+    observed_.shrink_to_fit();
+  }
+
   // The (start, end) windows of a call's edge.
   std::pair<TimeNs, TimeNs> WindowsOf(const Pair& c) const {
     if (!params_.skew_auto) return {params_.skew_window, params_.skew_window};
@@ -663,9 +821,18 @@ class Engine {
             if (pp.ret < c.ret - we) continue;
             cands_.push_back(p);
           }
-          // Keep candidates in call order so ties go to the earliest parent.
-          if (params_.skew_window > 0)
+          // Keep candidates in call order so ties go to the earliest parent
+          // (with clocks corrected, by corrected call time: pair indexes
+          // are in the order the calls were stamped).
+          if (!call_order_.empty()) {
+            std::sort(cands_.begin() + cm.cand_begin, cands_.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return std::tie(pairs_[a].call, a) <
+                               std::tie(pairs_[b].call, b);
+                      });
+          } else if (params_.skew_window > 0) {
             std::sort(cands_.begin() + cm.cand_begin, cands_.end());
+          }
           cm.cand_end = static_cast<uint32_t>(cands_.size());
           if (cm.cand_end > cm.cand_begin) {
             ++with_cands;
@@ -1487,6 +1654,13 @@ class Engine {
   // Automatic skew windows (EstimateSkew): (start, end) by child edge.
   std::unordered_map<uint64_t, std::pair<TimeNs, TimeNs>> edge_windows_;
   std::vector<EdgeSkew> skew_;
+  // Clock offsets (CorrectClocks): the nonzero ones by name; while they
+  // are applied, the times as stamped, and the pairs in corrected call
+  // order (empty: index order, the order of the trace).
+  std::vector<NodeClockOffset> clock_offsets_;
+  ClockCorrection clock_total_;  // the sum of the rounds' corrections
+  std::vector<std::pair<TimeNs, TimeNs>> observed_;
+  std::vector<uint32_t> call_order_;
   CallLabels* labels_;  // null unless asked for
   // Operations: per pair its op's id into op_names_ (0: none, ""); see OpOf.
   std::vector<uint32_t> op_of_;

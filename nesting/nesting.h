@@ -206,9 +206,20 @@ struct EdgeSkew {
   uint64_t missed = 0;    // of those, calls that no call encloses
 };
 
+// A clock worked out for one node (Params::skew_auto): how far ahead of
+// the reference it stamped in the middle of the trace, and how fast it
+// gained, subtracted from its timestamps before parents were chosen
+// (docs/nesting.md, "Clock skew").
+struct NodeClockOffset {
+  std::string node;
+  double offset_s = 0;
+  double drift_ppm = 0;
+};
+
 struct NestingResult {
   InputStats input;
   Params params;
+  std::vector<NodeClockOffset> clock_offsets;  // nonzero ones, by name
   std::vector<EdgeSkew> skew;     // edges given a nonzero window, by name
   std::vector<Pattern> patterns;  // by count, descending (see SortPatterns)
 };

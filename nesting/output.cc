@@ -160,6 +160,13 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["skew_window_s"] = trace::NsToSeconds(r.params.skew_window);
   p["skew"] = r.params.skew_auto ? "auto" : "fixed";
   if (r.params.skew_auto) {
+    auto& offsets = p["clock_offsets"];
+    offsets = nlohmann::ordered_json::array();
+    for (const NodeClockOffset& o : r.clock_offsets) {
+      offsets.push_back({{"node", o.node},
+                         {"offset_s", o.offset_s},
+                         {"drift_ppm", o.drift_ppm}});
+    }
     auto& edges = p["skew_windows"];
     edges = nlohmann::ordered_json::array();
     for (const EdgeSkew& e : r.skew) {

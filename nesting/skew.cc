@@ -1,8 +1,89 @@
 #include "nesting/skew.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <numeric>
+#include <optional>
+#include <utility>
 
 namespace bbprof::nesting {
+
+namespace {
+
+using trace::TimeNs;
+
+// Bounds are read at the 1st percentile of each list, not at its extreme:
+// the assignment they come from has some wrong parents, and each of those
+// can give any value inside the windows it was chosen with.
+constexpr double kBoundQuantile = 0.01;
+// Fewer samples than this say too little to bound an offset with.
+constexpr size_t kMinEvidence = 10;
+// Drift is read off the lower envelope of each list in this many slices of
+// the trace's time, at this percentile of each slice.
+constexpr int kDriftSlices = 8;
+constexpr double kDriftQuantile = 0.05;
+// Quartz drifts by tens of parts per million; a slope beyond this is noise.
+constexpr double kMaxDrift = 1e-3;
+
+TimeNs LowQuantile(std::vector<TimeNs>& v, double q) {
+  const auto k = static_cast<size_t>(q * static_cast<double>(v.size()));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k),
+                   v.end());
+  return v[k];
+}
+
+// The slope, in seconds per second, of a line through the low percentile of
+// each slice of time that holds enough samples; none with fewer than three
+// such slices.
+std::optional<double> EnvelopeSlope(const std::vector<ClockSample>& samples,
+                                    TimeNs t0, TimeNs t1) {
+  if (t1 <= t0) return std::nullopt;
+  std::vector<std::vector<TimeNs>> slice(kDriftSlices);
+  const double width = static_cast<double>(t1 - t0) / kDriftSlices;
+  for (const ClockSample& s : samples) {
+    const int k =
+        std::clamp(static_cast<int>(static_cast<double>(s.t - t0) / width), 0,
+                   kDriftSlices - 1);
+    slice[static_cast<size_t>(k)].push_back(s.v);
+  }
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int k = 0; k < kDriftSlices; ++k) {
+    auto& v = slice[static_cast<size_t>(k)];
+    if (v.size() < kMinEvidence) continue;
+    const double x = (k + 0.5) * width;
+    const auto y = static_cast<double>(LowQuantile(v, kDriftQuantile));
+    n += 1;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  if (n < 3) return std::nullopt;
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+// The low percentile of the samples once a drift `slope` (from tc) is taken
+// out of them, `sign` saying whether they grow (+1) or shrink (-1) with d.
+TimeNs DetrendedQuantile(const std::vector<ClockSample>& samples, double slope,
+                         int sign, TimeNs tc, double q) {
+  std::vector<TimeNs> v;
+  v.reserve(samples.size());
+  for (const ClockSample& s : samples) {
+    v.push_back(s.v - sign * static_cast<TimeNs>(
+                                 slope * static_cast<double>(s.t - tc)));
+  }
+  return LowQuantile(v, q);
+}
+
+}  // namespace
+
+bool ClockCorrection::any() const {
+  return std::any_of(offset.begin(), offset.end(),
+                     [](TimeNs o) { return o != 0; }) ||
+         std::any_of(drift.begin(), drift.end(),
+                     [](double d) { return d != 0; });
+}
 
 trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
                                uint64_t children) {
@@ -26,6 +107,133 @@ trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
                    needs.begin() + static_cast<std::ptrdiff_t>(k), needs.end());
   const trace::TimeNs w = needs[k] * 2;
   return std::min(w, kAutoSkewCap);
+}
+
+// Each edge bounds its offset d from above (every child starts after its
+// parent, every call returns after it was made) and, when its calls have
+// parents, from below (every child returns before its parent): the bound
+// argument of clock synchronisation (a message cannot arrive before it was
+// sent; Lamport 1978, and NTP's filter of the smallest round trips, RFC
+// 5905), applied to the nesting of calls instead of to messages. Drift is
+// the slope of the lists' lower envelopes over time (as NTP's frequency
+// discipline follows the trend of the offsets it filters), taken out before
+// the bounds are read. An edge whose interval holds 0 shows no skew and
+// gets d = 0, drift 0 (an unskewed trace is left exactly as it is);
+// otherwise d is the interval's midpoint, or its upper bound when there is
+// no lower one. When the assignment's bounds contradict each other, only
+// the latency bound, which needs no assignment, is kept against the lower
+// one; failing that, the lower one goes. The nodes' clocks then follow from
+// the edges along a spanning tree that takes the narrowest intervals first
+// (Kruskal's algorithm), one tree per connected part, its first node at 0.
+// Offsets only matter as differences between the nodes of an edge, so
+// where the root sits changes nothing.
+ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
+                                  size_t nodes, TimeNs t0, TimeNs t1) {
+  struct Estimate {
+    trace::NodeId caller, callee;
+    TimeNs d;
+    double drift;
+    TimeNs width;  // max(): one-sided
+  };
+  constexpr TimeNs kOpen = std::numeric_limits<TimeNs>::max();
+  const TimeNs tc = t0 + (t1 - t0) / 2;
+  std::vector<Estimate> est;
+  for (EdgeClockEvidence& e : edges) {
+    if (e.latencies.empty() && e.child_starts.size() < kMinEvidence) continue;
+    std::vector<double> slopes;
+    for (auto [list, sign] :
+         {std::pair{&e.latencies, 1}, std::pair{&e.child_starts, 1},
+          std::pair{&e.parent_ends, -1}}) {
+      if (auto b = EnvelopeSlope(*list, t0, t1)) slopes.push_back(sign * *b);
+    }
+    double drift = 0;
+    if (!slopes.empty()) {
+      std::sort(slopes.begin(), slopes.end());
+      const size_t m = slopes.size() / 2;
+      drift = slopes.size() % 2 ? slopes[m] : (slopes[m - 1] + slopes[m]) / 2;
+      if (!(std::abs(drift) <= kMaxDrift)) drift = 0;
+    }
+    const TimeNs by_latency =
+        e.latencies.empty() ? kOpen
+                            : DetrendedQuantile(e.latencies, drift, 1, tc, 0.0);
+    const TimeNs by_children =
+        e.child_starts.size() >= kMinEvidence
+            ? DetrendedQuantile(e.child_starts, drift, 1, tc, kBoundQuantile)
+            : kOpen;
+    TimeNs upper = std::min(by_latency, by_children);
+    bool has_lower = e.parent_ends.size() >= kMinEvidence;
+    const TimeNs lower = has_lower ? -DetrendedQuantile(e.parent_ends, drift,
+                                                        -1, tc, kBoundQuantile)
+                                   : 0;
+    if (has_lower && lower > upper) {
+      if (lower <= by_latency) {
+        upper = by_latency;
+      } else {
+        has_lower = false;
+      }
+    }
+    TimeNs d;
+    if (has_lower) {
+      d = (lower <= 0 && upper >= 0) ? 0 : lower + (upper - lower) / 2;
+    } else {
+      d = std::min<TimeNs>(0, upper);
+    }
+    if (d == 0) drift = 0;
+    est.push_back(
+        {e.caller, e.callee, d, drift, has_lower ? upper - lower : kOpen});
+  }
+  ClockCorrection clocks;
+  clocks.t0 = tc;
+  clocks.offset.assign(nodes, 0);
+  clocks.drift.assign(nodes, 0.0);
+  if (std::all_of(est.begin(), est.end(),
+                  [](const Estimate& e) { return e.d == 0; })) {
+    return clocks;
+  }
+  std::stable_sort(
+      est.begin(), est.end(),
+      [](const Estimate& a, const Estimate& b) { return a.width < b.width; });
+  std::vector<size_t> root(nodes);
+  std::iota(root.begin(), root.end(), size_t{0});
+  auto find = [&](size_t x) {
+    while (root[x] != x) x = root[x] = root[root[x]];
+    return x;
+  };
+  // Tree edges per node: the neighbour, and its clock minus this one's.
+  struct Link {
+    size_t to;
+    TimeNs d;
+    double drift;
+  };
+  std::vector<std::vector<Link>> tree(nodes);
+  for (const Estimate& e : est) {
+    const size_t a = e.caller, b = e.callee;
+    if (a >= nodes || b >= nodes || a == b) continue;
+    const size_t ra = find(a), rb = find(b);
+    if (ra == rb) continue;
+    root[ra] = rb;
+    tree[a].push_back({b, e.d, e.drift});
+    tree[b].push_back({a, -e.d, -e.drift});
+  }
+  std::vector<bool> seen(nodes, false);
+  std::vector<size_t> stack;
+  for (size_t s = 0; s < nodes; ++s) {
+    if (seen[s]) continue;
+    seen[s] = true;
+    stack.push_back(s);
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      for (const Link& l : tree[u]) {
+        if (seen[l.to]) continue;
+        seen[l.to] = true;
+        clocks.offset[l.to] = clocks.offset[u] + l.d;
+        clocks.drift[l.to] = clocks.drift[u] + l.drift;
+        stack.push_back(l.to);
+      }
+    }
+  }
+  return clocks;
 }
 
 }  // namespace bbprof::nesting

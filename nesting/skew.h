@@ -1,15 +1,21 @@
-// Automatic clock-skew windows for the nesting algorithm (section 7.5.6,
-// made automatic; docs/nesting.md, "Clock skew").
+// Clock skew for the nesting algorithm (section 7.5.6, made automatic;
+// docs/nesting.md, "Clock skew").
 //
-// Under skew a call B->C can seem to start before every call into B that
-// caused it, or to end after it. For each such child, the engine measures
-// how far the nearest call into B misses enclosing it at the start and at
-// the end ("needs"). This file turns one edge's needs into that edge's
-// start and end windows.
+// Two parts. Clock offsets: from a first assignment of parents, each edge
+// A->B bounds the offset of B's clock against A's (a child cannot start
+// before its parent, nor end after it, nor a call return before it was
+// made); SolveClockOffsets turns those bounds into one offset per node,
+// which the engine subtracts from every timestamp before it chooses parents
+// again. Windows: under whatever skew is left, a call B->C can still seem to
+// start before every call into B that caused it, or to end after it. For
+// each such child, the engine measures how far the nearest call into B
+// misses enclosing it at the start and at the end ("needs");
+// ChooseSkewWindow turns one edge's needs into that edge's window.
 #ifndef BBPROF_NESTING_SKEW_H_
 #define BBPROF_NESTING_SKEW_H_
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "trace/record.h"
@@ -28,6 +34,49 @@ inline constexpr trace::TimeNs kAutoSkewCap = 10'000'000;
 // misses, and a handful that do are lost calls, not clocks.
 trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
                                uint64_t children);
+
+// What an assignment of parents says about the offset d of an edge's
+// callee clock against its caller's (d = offset(callee) - offset(caller);
+// each message is stamped by its sender, so a call's start is on the
+// caller's clock and its return on the callee's). Each sample is
+// (time stamped, value).
+struct ClockSample {
+  trace::TimeNs t = 0, v = 0;
+};
+struct EdgeClockEvidence {
+  trace::NodeId caller = 0, callee = 0;
+  // For each child of a call on this edge: child's call - this call's call,
+  // which is d plus a true gap >= 0. So d is at most each of them.
+  std::vector<ClockSample> child_starts;
+  // For each call on this edge with a parent it returned inside: parent's
+  // return - this call's return, which is -d plus a true gap >= 0. So d is
+  // at least minus each of them.
+  std::vector<ClockSample> parent_ends;
+  // Each call's observed latency: d plus a true latency > 0, a bound that
+  // needs no assignment.
+  std::vector<ClockSample> latencies;
+};
+
+// Per node, a clock that is `offset` ahead of the reference at time t0 and
+// gains `drift` seconds per second: what the node stamps at t is
+// Offset(node, t) too late.
+struct ClockCorrection {
+  trace::TimeNs t0 = 0;
+  std::vector<trace::TimeNs> offset;
+  std::vector<double> drift;
+  bool any() const;
+  trace::TimeNs Offset(trace::NodeId node, trace::TimeNs t) const {
+    return offset[node] + static_cast<trace::TimeNs>(
+                              drift[node] * static_cast<double>(t - t0));
+  }
+};
+
+// The clocks of `nodes` nodes from their edges' evidence, every one zero
+// when no edge shows skew. `t0` and `t1` bound the trace's time. Vectors
+// in `edges` are reordered.
+ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
+                                  size_t nodes, trace::TimeNs t0,
+                                  trace::TimeNs t1);
 
 }  // namespace bbprof::nesting
 

@@ -35,6 +35,11 @@ with default flags, and scored with `bbprof eval` (request accuracy).
 
     real_stack.py BBPROF --ci [WORKDIR]      short test: one light load level
     real_stack.py BBPROF --bench [WORKDIR]   all load levels, a table
+    real_stack.py BBPROF --rescore WORKDIR   the table again from the captures a
+                                             --bench run kept (no servers, no root)
+
+With BBPROF_BASE=PATH in the environment, the table gets a column for that
+binary's default nest too (say, main's build), scored in the same run.
 
 Exit status: 0 pass, 1 fail, 77 skipped (not root, or a server missing:
 scripts/install-deps.sh installs them).
@@ -73,11 +78,13 @@ MIXES = {
 # The CI floors, from default nest on the CI level (docs/benchmarks.md,
 # "Real stack accuracy"): as captured 95.7, 98.6, 100% (nest of fc2a148) and
 # 92.9, 97.2% (with --skew-window auto); skewed 60-84% before the automatic
-# window and 95.7% with it. Timing on a shared machine moves them, so each
-# floor sits below the lowest run, yet far above what nest without skew
-# handling gets on the skewed capture (5-57% in the bench). The issue's
-# targets are 97% (synchronous) and 90% (asynchronous).
-CI_FLOOR = {"plain": 0.88, "skewed": 0.80}
+# window, 91.5-95.7% with it, and 96.5, 98.6% since clocks are corrected
+# (two runs, 2026-11-24, against 92.9, 91.5% for the windows alone on the
+# same captures). Timing on a shared machine moves them, so each floor sits
+# below the lowest run, yet far above what nest without skew handling gets
+# on the skewed capture (5-57% in the bench). The issue's targets are 97%
+# (synchronous) and 90% (asynchronous).
+CI_FLOOR = {"plain": 0.88, "skewed": 0.88}
 NGINX_CONF = NGINX_PREAMBLE + """
   keepalive_requests 100000;
   upstream pyapps {{
@@ -268,9 +275,9 @@ def skew(bbprof, trace):
     return out
 
 
-def request_accuracy(bbprof, trace, flags):
+def request_accuracy(bbprof, trace, flags, tag=None):
     """nest with `flags`, then eval against the trace's pathids."""
-    tag = "-".join(f.strip("-") for f in flags) or "default"
+    tag = tag or "-".join(f.strip("-") for f in flags) or "default"
     result = trace + "." + tag + ".json"
     evaljs = trace + "." + tag + ".eval.json"
     requests = trace + "." + tag + ".otlp.json"
@@ -291,11 +298,14 @@ def request_accuracy(bbprof, trace, flags):
 
 
 def baselines(bbprof):
-    """nest configurations to compare: default; the paper's algorithm as
-    published (no timeline passes, no skew window); a hand-set window just
+    """nest configurations to compare, as (name, binary, flags): default; the
+    timeline passes off (skew handled as by default); the paper's algorithm
+    as published (no timeline passes, no skew window); a hand-set window just
     above the widest offset gap (3.2 ms: what a user who knew the skew would
-    pass); and first-come-first-served if this nest has it."""
+    pass); first-come-first-served if this nest has it; and the default of
+    the binary BBPROF_BASE names, if set."""
     configs = [("default", []),
+               ("--timeline-passes 0", ["--timeline-passes", "0"]),
                ("paper (--timeline-passes 0 --skew-window 0)",
                 ["--timeline-passes", "0", "--skew-window", "0"]),
                ("hand-set --skew-window 0.004", ["--skew-window", "0.004"])]
@@ -305,7 +315,32 @@ def baselines(bbprof):
         configs.append(("fcfs (--assign fcfs)", ["--assign", "fcfs"]))
     elif "--fcfs" in help_text:
         configs.append(("fcfs", ["--fcfs"]))
+    configs = [(name, bbprof, flags) for name, flags in configs]
+    base = os.environ.get("BBPROF_BASE")
+    if base:
+        configs.append(("%s default" % os.path.basename(base), os.path.abspath(base), []))
     return configs
+
+
+def score_row(configs, mix, share, rps, trace, kind):
+    """One table row: every configuration's request accuracy on `trace`."""
+    accs = []
+    for _, binary, flags in configs:
+        tag = ("-".join(f.strip("-") for f in flags) or "default") + (
+            ".base" if binary != configs[0][1] else "")
+        accs.append(request_accuracy(binary, trace, flags, tag))
+    return (mix, share, rps, kind, str(accs[0][1])) + tuple(
+        "%.1f%%" % (100 * a) for a, _ in accs)
+
+
+def print_table(configs, rows):
+    head = ("mix", "load (of saturation)", "requests/s", "skew", "requests") + tuple(
+        c for c, _, _ in configs)
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
 
 
 def check_tools():
@@ -393,25 +428,49 @@ def bench(bbprof, work):
             bbprof, work, name, lambda: run_load(name, rate, 6.0, mix, threads))
         if errors:
             print("# %s: %d load errors, e.g. %s" % (name, len(errors), errors[0]))
+        with open(os.path.join(work, name + ".level.json"), "w") as f:
+            json.dump({"mix": mix, "share": share, "rps": rps}, f)
         for kind, t in (("no", trace), ("yes", skew(bbprof, trace))):
-            accs = [request_accuracy(bbprof, t, flags) for _, flags in configs]
-            rows.append((mix, "%d%%" % int(share * 100), "%.0f" % rps, kind,
-                         str(accs[0][1])) + tuple("%.1f%%" % (100 * a) for a, _ in accs))
+            rows.append(score_row(configs, mix, "%d%%" % int(share * 100), "%.0f" % rps,
+                                  t, kind))
             print("| " + " | ".join(rows[-1]) + " |", flush=True)
-    head = ("mix", "load (of saturation)", "requests/s", "skew", "requests") + tuple(
-        c for c, _ in configs)
-    print()
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print_table(configs, rows)
+
+
+def rescore(bbprof, work):
+    """The bench's table again, from the captures a --bench run kept in
+    `work` (NAME.trace and NAME.level.json per level), skewed afresh."""
+    configs = baselines(bbprof)
+    levels = []
+    for entry in os.listdir(work):
+        if entry.endswith(".level.json"):
+            with open(os.path.join(work, entry)) as f:
+                levels.append((entry[:-len(".level.json")], json.load(f)))
+    if not levels:
+        fail("%s holds no capture of a --bench run (NAME.level.json)" % work)
+    order = list(MIXES)
+    levels.sort(key=lambda l: (order.index(l[1]["mix"]), l[1]["share"]))
+    rows = []
+    for name, level in levels:
+        trace = os.path.join(work, name + ".trace")
+        for kind, t in (("no", trace), ("yes", skew(bbprof, trace))):
+            rows.append(score_row(configs, level["mix"], "%d%%" % int(level["share"] * 100),
+                                  "%.0f" % level["rps"], t, kind))
+            print("| " + " | ".join(rows[-1]) + " |", flush=True)
+    print_table(configs, rows)
 
 
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in ("--ci", "--bench"):
+    if len(sys.argv) < 3 or sys.argv[2] not in ("--ci", "--bench", "--rescore"):
         print(__doc__)
         return 2
     bbprof = os.path.abspath(sys.argv[1])
+    if sys.argv[2] == "--rescore":
+        if len(sys.argv) != 4:
+            print(__doc__)
+            return 2
+        rescore(bbprof, sys.argv[3])
+        return 0
     check_tools()
     keep = len(sys.argv) > 3
     work = sys.argv[3] if keep else tempfile.mkdtemp(prefix="bbprof-stack.")

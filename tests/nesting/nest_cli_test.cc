@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -257,11 +258,11 @@ TEST(NestCliTest, TimelinePassesKeepAddedDelayLatenciesExact) {
 }
 
 // Clock skew of 0.5 to 1 ms on four nodes of the multi-tier trace (each
-// message stamped by its sender's clock): with no flag, nest works out a
-// window per edge and comes within one point of instance false negatives of
-// the best of the hand-tuned windows a user could have picked; eval re-runs
-// it in the automatic mode. On the unskewed trace the automatic mode finds
-// no skew and gives exactly the answer of no window.
+// message stamped by its sender's clock): with no flag, nest works out the
+// clocks (and windows for what is left) and comes within one point of instance
+// false negatives of the best of the hand-tuned windows a user could have
+// picked; eval re-runs it in the automatic mode. On the unskewed trace the
+// automatic mode finds no skew and gives exactly the answer of no window.
 TEST(NestCliTest, DefaultSkewHandlingMatchesTheBestHandTunedWindow) {
   TempDir dir;
   const std::string t = MakeSample(dir, "multitier-normal");
@@ -278,7 +279,15 @@ TEST(NestCliTest, DefaultSkewHandlingMatchesTheBestHandTunedWindow) {
       << out;
   auto def = NestAndEval(dir, st, "", "auto");
   EXPECT_EQ(def["result_params"]["skew"], "auto");
-  EXPECT_FALSE(def["result_params"]["skew_windows"].empty());
+  // Clocks are corrected: WS1 lags WS2 by 1.8 ms. The bounds of an edge
+  // here span milliseconds (the sample's delays), so several hold 0 and the
+  // correction is partial (docs/nesting.md, "Limits"); it is in the right
+  // direction, and windows do the rest.
+  std::map<std::string, double> clock;
+  for (const auto& c : def["result_params"]["clock_offsets"])
+    clock[c["node"]] = c["offset_s"];
+  ASSERT_TRUE(clock.count("WS1")) << def["result_params"].dump();
+  EXPECT_LT(clock["WS1"] - clock["WS2"], -0.0005);
   const double fn_auto = def["instances"]["false_negative_rate"];
   double best = 1.0;
   std::string best_w;
@@ -297,6 +306,7 @@ TEST(NestCliTest, DefaultSkewHandlingMatchesTheBestHandTunedWindow) {
   auto clean_auto = NestAndEval(dir, t, "", "clean-auto");
   auto clean_off = NestAndEval(dir, t, "--skew-window 0", "clean-off");
   EXPECT_TRUE(clean_auto["result_params"]["skew_windows"].empty());
+  EXPECT_TRUE(clean_auto["result_params"]["clock_offsets"].empty());
   EXPECT_EQ(clean_auto["instances"], clean_off["instances"]);
 }
 

@@ -228,11 +228,15 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   EXPECT_EQ(late->input.unmatched_calls, 0u);
 }
 
-// The default works skew windows out from the trace. A's clock is 1 ms
-// fast, so each of 50 calls B->C seems to start 0.8 ms before the call A->B
-// that caused it: every child misses its parent at the start, by 0.8 ms,
-// and the edge B->C gets a start window of twice that (no end window).
-TEST(NestingTest, AutomaticSkewWindowNestsChildrenStampedBeforeTheirParents) {
+// The default works the skew out from the trace. A's clock is 1 ms fast,
+// so each of 50 calls B->C seems to start 0.8 ms before the call A->B that
+// caused it: every child misses its parent at the start, by 0.8 ms. With
+// fixed windows only (--skew-window auto before clocks were corrected) the
+// edge B->C got a start window of twice that; now the first assignment
+// bounds A's clock against B's (children start after their parent: at
+// most -0.8 ms) and A's timestamps are moved back by 0.8 ms, which leaves
+// no skew to window.
+TEST(NestingTest, AutomaticSkewNestsChildrenStampedBeforeTheirParents) {
   std::string t;
   char line[128];
   for (int i = 0; i < 50; ++i) {
@@ -253,20 +257,77 @@ TEST(NestingTest, AutomaticSkewWindowNestsChildrenStampedBeforeTheirParents) {
   ASSERT_EQ(r->patterns.size(), 1u);
   EXPECT_EQ(r->patterns[0].signature, "A->B(C)");
   EXPECT_EQ(r->patterns[0].count, 50u);
-  ASSERT_EQ(r->skew.size(), 1u);
-  EXPECT_EQ(r->skew[0].caller, "B");
-  EXPECT_EQ(r->skew[0].callee, "C");
-  EXPECT_EQ(r->skew[0].missed, 50u);
-  EXPECT_NEAR(r->skew[0].start_window_s, 0.0016, 1e-6);
-  EXPECT_EQ(r->skew[0].end_window_s, 0.0);
-  EXPECT_NEAR(trace::NsToSeconds(r->params.skew_window), 0.0016, 1e-6);
+  ASSERT_EQ(r->clock_offsets.size(), 1u);
+  EXPECT_EQ(r->clock_offsets[0].node, "A");
+  EXPECT_NEAR(r->clock_offsets[0].offset_s, 0.0008, 1e-9);
+  EXPECT_EQ(r->clock_offsets[0].drift_ppm, 0.0);
+  // Corrected, each child starts with its parent (a tie, which the order
+  // of the records breaks the other way): at most a window of nanoseconds.
+  EXPECT_LT(trace::NsToSeconds(r->params.skew_window), 1e-6);
+  // The observed delays are reported, not the corrected ones.
+  EXPECT_NEAR(r->patterns[0].root.children[0].call_delay.mean_s(), -0.0008,
+              1e-9);
   // A clean trace gets no window: the automatic mode changes nothing there.
   auto clean = NestText(
       "0.000 CALL A B p1\n0.001 CALL B C c1\n0.002 RET C B c1\n0.003 RET B A "
       "p1\n");
   ASSERT_TRUE(clean.ok());
   EXPECT_TRUE(clean->skew.empty());
+  EXPECT_TRUE(clean->clock_offsets.empty());
   EXPECT_EQ(clean->params.skew_window, 0);
+}
+
+// Edge X->Y: its calls' children start 1.5 ms or more after them and it
+// returns 1.3 ms or more before its parents, so Y's clock is 1.3 to 1.5 ms
+// ahead of X's: the midpoint, 1.4 ms. Edge Y->Z bounds Z's clock against
+// Y's to -0.1 .. +0.05 ms, which holds 0: no skew there, Z keeps Y's
+// clock. A list with fewer than 10 samples bounds nothing.
+TEST(NestingTest, ClockOffsetsAreTheMidpointsOfTheEdgesBounds) {
+  std::vector<EdgeClockEvidence> edges(2);
+  edges[0].caller = 0;
+  edges[0].callee = 1;
+  edges[1].caller = 1;
+  edges[1].callee = 2;
+  for (int k = 0; k < 100; ++k) {
+    edges[0].child_starts.push_back({0, 1'500'000 + k * 1000});
+    edges[0].parent_ends.push_back({0, -1'300'000 + k * 1000});
+    edges[0].latencies.push_back({0, 3'000'000 + k * 1000});
+    edges[1].latencies.push_back({0, 50'000 + k * 1000});
+    edges[1].parent_ends.push_back({0, 100'000 + k * 1000});
+  }
+  ClockCorrection c = SolveClockOffsets(edges, 3, 0, 0);
+  ASSERT_TRUE(c.any());
+  // The 1st percentile of 100 samples is the second smallest.
+  EXPECT_EQ(c.offset[0], 0);
+  EXPECT_EQ(c.offset[1], 1'400'000);
+  EXPECT_EQ(c.offset[2], 1'400'000);
+  EXPECT_EQ(c.drift[1], 0.0);
+  // An unskewed trace: every interval holds 0, nothing moves.
+  std::vector<EdgeClockEvidence> clean(1);
+  clean[0].caller = 0;
+  clean[0].callee = 1;
+  for (int k = 0; k < 100; ++k) {
+    clean[0].child_starts.push_back({k * 1'000'000, 20'000 + k});
+    clean[0].parent_ends.push_back({k * 1'000'000, 30'000 + k});
+    clean[0].latencies.push_back({k * 1'000'000, 500'000 + k});
+  }
+  EXPECT_FALSE(SolveClockOffsets(clean, 2, 0, 99'000'000).any());
+  // Y's clock gains 20 ppm on X's: the bounds slide with time; the drift is
+  // read off their lower envelopes and taken out before they are read.
+  std::vector<EdgeClockEvidence> drifting(1);
+  drifting[0].caller = 0;
+  drifting[0].callee = 1;
+  for (int k = 0; k <= 800; ++k) {
+    const trace::TimeNs t = trace::TimeNs{k} * 10'000'000;  // 0 .. 8 s
+    const trace::TimeNs d = 2'000'000 + t / 50'000;         // 2 ms + 20 ppm
+    drifting[0].child_starts.push_back({t, d + 100'000 + (k % 7) * 1000});
+    drifting[0].parent_ends.push_back({t, -d + 100'000 + (k % 5) * 1000});
+    drifting[0].latencies.push_back({t, d + 500'000 + (k % 3) * 1000});
+  }
+  c = SolveClockOffsets(drifting, 2, 0, 8'000'000'000);
+  EXPECT_NEAR(c.drift[1], 20e-6, 1e-7);
+  EXPECT_NEAR(static_cast<double>(c.Offset(1, 4'000'000'000)), 2'080'000,
+              5'000);
 }
 
 TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
