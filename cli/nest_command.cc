@@ -18,6 +18,7 @@
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 #include "viz/render.h"
+#include "viz/report.h"
 
 namespace bbprof::cli {
 
@@ -39,6 +40,7 @@ int Run(std::span<const std::string> args) {
       ("min-count", po::value<uint64_t>()->default_value(1), "drop patterns seen fewer than N times")
       ("svg", po::value<std::string>(), "also draw the reported patterns as SVG files into DIR (Figure 8)")
       ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR")
+      ("report", po::value<std::string>(), "also write the result as one self-contained HTML page to FILE (as 'bbprof report' does)")
       ("requests", po::value<std::string>(), "also write every request of the reported patterns (each root call with its inferred tree) to FILE; the format comes from the name (.jaeger.json, .otlp.json, .chrome.json, .perfetto.json, .csv, .tsv) or --requests-format")
       ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv");
   AddNestAnalysisFlags(cl);
@@ -51,6 +53,7 @@ int Run(std::span<const std::string> args) {
       "  bbprof nest run.bbt --json result.json --sort count\n"
       "  bbprof nest merged.trace --skew-window 0.03 --smooth 2\n"
       "  bbprof nest run.trace --top 5 --svg pictures/\n"
+      "  bbprof nest run.trace --report report.html\n"
       "  bbprof nest run.trace --json result.json --requests run.jaeger.json");
   if (auto rc = cl.Parse(args)) return *rc;
 
@@ -123,8 +126,15 @@ int Run(std::span<const std::string> args) {
   // The pictures are drawn from the same JSON document that --json writes,
   // so 'bbprof render' on that file gives the same bytes.
   // viz/ reads plain nlohmann::json; convert the ordered document once.
-  const nlohmann::json plain =
-      cl.Has("svg") || cl.Has("dot") ? nlohmann::json(doc) : nlohmann::json();
+  const nlohmann::json plain = cl.Has("svg") || cl.Has("dot") || cl.Has("report")
+                                   ? nlohmann::json(doc)
+                                   : nlohmann::json();
+  if (cl.Has("report")) {
+    const std::string& out = cl.Get<std::string>("report");
+    if (Status s = viz::WriteReport(plain, viz::ReportOptions{}, out); !s.ok()) {
+      return cl.Fail(s.WithContext(out));
+    }
+  }
   for (const auto& [flag, format] : {std::pair{"svg", viz::Format::kSvg},
                                      std::pair{"dot", viz::Format::kDot}}) {
     if (!cl.Has(flag)) continue;

@@ -3,12 +3,9 @@
 // (convolution) format through viz/render.h.
 #include "cli/render_command.h"
 
-#include <cstdio>
-#include <nlohmann/json.hpp>
-
-#include "base/atomic_file.h"
 #include "cli/command_line.h"
 #include "viz/render.h"
+#include "viz/result_json.h"
 
 namespace bbprof::cli {
 
@@ -21,10 +18,9 @@ int Run(std::span<const std::string> args) {
       "Draws the result of 'bbprof nest' or 'bbprof convolve' with Graphviz.\n"
       "Nesting results: one graph per path pattern (the paper's Figure 8): "
       "nodes\nwith name and mean latency, call edges with the mean call "
-      "delay, the first\nedge with instance count and total latency; the node "
-      "that adds the most of\nthe path's latency is filled red and named in "
-      "the "
-      "title.\nConvolution results: one graph (Figure 9), edges with message "
+      "delay, the first\nedge with instance count and total latency; nodes "
+      "filled by the time they\nadd on one scale, the culprit outlined and "
+      "named in the title.\nConvolution results: one graph (Figure 9), edges with message "
       "count and\ndelays in declining frequency. DIR gets the pictures and an "
       "index.html.");
   cl.options().add_options()("output,o", po::value<std::string>(),
@@ -34,7 +30,7 @@ int Run(std::span<const std::string> args) {
                          "only the first N patterns (default: all)")(
       "one-page", "all patterns on one page (patterns.svg or patterns.dot)")(
       "no-highlight",
-      "do not fill nodes by their share of the path's own time");
+      "do not fill nodes by the time they add (nor highlight slow edges)");
   cl.AddPositional("RESULT", "result JSON ('-' for standard input)", 1, 1);
   cl.SetEpilog(
       "Examples:\n  bbprof render nest.json -o pics\n"
@@ -61,26 +57,10 @@ int Run(std::span<const std::string> args) {
   }
 
   const std::string& path = cl.Positional("RESULT")[0];
-  std::string text;
-  if (path == "-") {
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
-    if (std::ferror(stdin)) return cl.Fail("standard input: read error");
-  } else {
-    auto read = ReadWholeFile(path);
-    if (!read.ok()) return cl.Fail(read.status());
-    text = std::move(read).value();
-  }
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() names the line and column ("at line 3, column 7").
-    return cl.Fail(path + ": not valid JSON: " + e.what());
-  }
+  auto doc = viz::LoadResultJson(path);
+  if (!doc.ok()) return cl.Fail(doc.status());
   const std::string& dir = cl.Get<std::string>("output");
-  if (Status s = viz::RenderResultToDir(doc, options, dir); !s.ok()) {
+  if (Status s = viz::RenderResultToDir(*doc, options, dir); !s.ok()) {
     return cl.Fail(s.WithContext(path));
   }
   Inform(cl, "wrote " + dir + "/index.html");

@@ -10,6 +10,7 @@
 #include "cli/maketrace_command.h"
 #include "cli/merge_command.h"
 #include "cli/render_command.h"
+#include "cli/report_command.h"
 #include "cli/skewer_command.h"
 #include "cli/stats_command.h"
 #include "cli/subcommand.h"
@@ -30,6 +31,7 @@ std::span<const Subcommand> AllSubcommands() {
       kConvolveCommand,
       kMaketraceCommand,
       kRenderCommand,
+      kReportCommand,
   };
   return kTable;
 }

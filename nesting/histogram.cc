@@ -10,12 +10,14 @@ const double kLogStep = std::log(1.01);
 }
 
 int LogHistogram::BinOf(trace::TimeNs value) {
-  if (value <= 0) return 0;
+  if (value == 0) return 0;
+  if (value < 0) return -BinOf(-value);
   return 1 + static_cast<int>(std::log(static_cast<double>(value)) / kLogStep);
 }
 
 double LogHistogram::BinMid(int bin) {
   if (bin == 0) return 0;
+  if (bin < 0) return -BinMid(-bin);
   return std::exp((bin - 0.5) * kLogStep);
 }
 
@@ -77,6 +79,44 @@ Summary LogHistogram::Summarize() const {
   s.min = trace::NsToSeconds(min_);
   s.max = trace::NsToSeconds(max_);
   return s;
+}
+
+BinnedCounts LogHistogram::Rebin(int max_bins) const {
+  BinnedCounts out;
+  if (count_ == 0 || max_bins < 1) return out;
+  const double lo = static_cast<double>(min_);
+  double hi = static_cast<double>(max_);
+  // One value: a bin of 1% (at least 1 ns) starting at it, so edges ascend.
+  if (hi <= lo) hi = lo + std::max(1.0, std::fabs(lo) * 0.01);
+  // As many bins as the fine histogram has non-empty ones, up to max_bins:
+  // three distinct latencies need no forty bins.
+  const auto n = static_cast<size_t>(
+      std::clamp<size_t>(bins_.size(), 1, static_cast<size_t>(max_bins)));
+  const bool log_spaced = lo > 0 && hi >= 8 * lo;
+  std::vector<double> edges_ns(n + 1);
+  for (size_t i = 0; i <= n; ++i) {
+    double f = static_cast<double>(i) / static_cast<double>(n);
+    edges_ns[i] =
+        log_spaced ? lo * std::exp(f * std::log(hi / lo)) : lo + f * (hi - lo);
+  }
+  edges_ns.front() = lo;
+  edges_ns.back() = hi;
+  // Whole nanoseconds (what the trace measures), never descending: short
+  // numbers in the JSON.
+  for (size_t i = 1; i <= n; ++i)
+    edges_ns[i] = std::max(std::round(edges_ns[i]), edges_ns[i - 1]);
+  out.counts.assign(n, 0);
+  for (const auto& [bin, k] : bins_) {
+    double v = std::clamp(BinMid(bin), lo, hi);
+    auto it = std::upper_bound(edges_ns.begin(), edges_ns.end(), v);
+    size_t i = it == edges_ns.begin()
+                   ? 0
+                   : static_cast<size_t>(it - edges_ns.begin()) - 1;
+    out.counts[std::min(i, n - 1)] += k;
+  }
+  out.edges_s.reserve(n + 1);
+  for (double e : edges_ns) out.edges_s.push_back(e / 1e9);
+  return out;
 }
 
 }  // namespace bbprof::nesting

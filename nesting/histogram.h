@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "trace/record.h"
 
@@ -15,6 +16,15 @@ namespace bbprof::nesting {
 
 struct Summary {
   double mean = 0, p50 = 0, p90 = 0, p99 = 0, min = 0, max = 0;  // seconds
+};
+
+// A distribution cut into a few bins for drawing (the result JSON's
+// latency_hist and own_time_hist): edges_s holds counts.size() + 1 ascending
+// bounds in seconds, bin i is [edges_s[i], edges_s[i+1]) (the last one closed).
+// Both are empty when nothing was added.
+struct BinnedCounts {
+  std::vector<double> edges_s;
+  std::vector<uint64_t> counts;
 };
 
 class LogHistogram {
@@ -29,13 +39,19 @@ class LogHistogram {
   uint64_t count() const { return count_; }
   double mean_s() const;
   Summary Summarize() const;
+  // The distribution in at most max_bins bins between min and max: log-spaced
+  // when every value is positive and max is at least 8 times min (latencies
+  // span decades), evenly spaced otherwise (own time under skew can be
+  // negative). Each fine bin (1%) goes whole to the bin holding its midpoint,
+  // so the counts add up to count().
+  BinnedCounts Rebin(int max_bins) const;
   // Quantile q in [0, 1], in seconds; exact at the extremes, within 1%
   // elsewhere.
   double Quantile(double q) const;
 
  private:
-  // Bin k >= 1 holds values in [1.01^(k-1), 1.01^k) ns; bin 0 holds 0 and
-  // negatives (possible only under a skew window).
+  // Bin k >= 1 holds values in [1.01^(k-1), 1.01^k) ns, bin -k the same
+  // negative values (possible only under clock skew), bin 0 holds 0.
   static int BinOf(trace::TimeNs value);
   static double BinMid(int bin);
   std::map<int, uint64_t> bins_;  // sparse: a node's latency spans few bins

@@ -266,6 +266,10 @@ class Engine {
     result.skew = skew_;
     BBPROF_RETURN_IF_ERROR(FindCallPaths(&result.patterns));
     result.input = stats_;
+    for (const std::string& m : reader_.meta()) {
+      if (result.input.meta.size() == kMaxInputMeta) break;
+      result.input.meta.push_back(m.substr(0, kMaxInputMetaChars));
+    }
     return result;
   }
 
@@ -1314,18 +1318,120 @@ class Engine {
       node->op_mixed = true;  // grouped by node only: no one op to name
       node->op.clear();
     }
-    if (!p.imputed) node->latency.Add(p.ret - p.call);
+    if (!p.imputed) {
+      node->latency.Add(p.ret - p.call);
+      node->own_time.Add(InstanceOwnTime(inst));
+    }
     node->call_delay.Add(p.call - parent_call);
     for (size_t i = 0; i < inst.children.size(); ++i) {
       Accumulate(inst.children[i], p.call, &node->children[i]);
     }
   }
 
+  // The latency of one call not covered by its children: the union of their
+  // intervals, each clipped to the call's own span, so parallel children
+  // count once (the per-instance form of OwnTimeSeconds in output.h).
+  TimeNs InstanceOwnTime(const InstNode& inst) const {
+    const Pair& p = pairs_[inst.pair];
+    const TimeNs lat = p.ret - p.call;
+    std::vector<std::pair<TimeNs, TimeNs>> iv;
+    iv.reserve(inst.children.size());
+    for (const InstNode& c : inst.children) {
+      const Pair& cp = pairs_[c.pair];
+      TimeNs a = std::clamp<TimeNs>(cp.call - p.call, 0, std::max<TimeNs>(lat, 0));
+      TimeNs b = std::clamp<TimeNs>(cp.ret - p.call, 0, std::max<TimeNs>(lat, 0));
+      if (b > a) iv.emplace_back(a, b);
+    }
+    std::sort(iv.begin(), iv.end());
+    TimeNs covered = 0, cur_a = 0, cur_b = -1;
+    for (const auto& [a, b] : iv) {
+      if (a > cur_b) {
+        if (cur_b > cur_a) covered += cur_b - cur_a;
+        cur_a = a;
+        cur_b = b;
+      } else {
+        cur_b = std::max(cur_b, b);
+      }
+    }
+    if (cur_b > cur_a) covered += cur_b - cur_a;
+    return lat - covered;
+  }
+
+  // The roots step 5 builds trees from: matched calls without candidate
+  // parents whose own return was seen.
+  bool IsCompleteRoot(uint32_t i) const {
+    const Pair& p = pairs_[i];
+    return p.ret >= 0 && p.cand_end == p.cand_begin && !p.imputed;
+  }
+
+  // Timeline buckets (section 8's sliding windows): the smallest of 1, 2, 5
+  // x 10^k ns that cuts the roots' span into at most kMaxTimelineBuckets.
+  TimeNs TimelineBucket() const {
+    TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      if (!IsCompleteRoot(i)) continue;
+      first = std::min(first, pairs_[i].call);
+      last = std::max(last, pairs_[i].call);
+    }
+    TimeNs span = last > first ? last - first : 0;
+    for (TimeNs decade = 1000;; decade *= 10) {  // from 1 us
+      for (TimeNs step : {decade, 2 * decade, 5 * decade}) {
+        // +1: the span's last instant needs a bucket of its own.
+        if (span / step + 2 <= kMaxTimelineBuckets) return step;
+      }
+    }
+  }
+
+  static void AddToTimeline(TimeNs call, TimeNs latency, Timeline* t) {
+    // Floor division: capture times are positive, but stay exact anyway.
+    TimeNs q = call / t->bucket_ns;
+    if (call % t->bucket_ns < 0) --q;
+    TimeNs start = q * t->bucket_ns;
+    if (t->counts.empty()) t->start_ns = start;
+    if (start < t->start_ns) {
+      auto extra = static_cast<size_t>((t->start_ns - start) / t->bucket_ns);
+      t->counts.insert(t->counts.begin(), extra, 0);
+      t->latency_sum_ns.insert(t->latency_sum_ns.begin(), extra, 0);
+      t->start_ns = start;
+    }
+    auto at = static_cast<size_t>((start - t->start_ns) / t->bucket_ns);
+    if (at >= t->counts.size()) {
+      t->counts.resize(at + 1, 0);
+      t->latency_sum_ns.resize(at + 1, 0);
+    }
+    ++t->counts[at];
+    t->latency_sum_ns[at] += latency;
+  }
+
+  // An example request as observed, children in call order.
+  ExampleCall BuildExample(uint32_t idx, TimeNs root_call) const {
+    const Pair& p = pairs_[idx];
+    ExampleCall e;
+    e.node = names_[p.callee];
+    e.caller = names_[p.caller];
+    e.op = op_names_[OpOf(idx)];
+    e.start_ns = p.call - root_call;
+    e.latency_ns = p.ret - p.call;
+    std::vector<uint32_t> kids;
+    for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling)
+      kids.push_back(s);
+    std::sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
+      if (pairs_[a].call != pairs_[b].call) return pairs_[a].call < pairs_[b].call;
+      return a < b;
+    });
+    for (uint32_t k : kids) e.children.push_back(BuildExample(k, root_call));
+    return e;
+  }
+
   // Step 5 (5.1.1.4): a tree from every call without candidate parents,
-  // aggregated with every other tree of the same shape.
+  // aggregated with every other tree of the same shape. Besides the
+  // distributions, each pattern keeps its slowest and median instance and
+  // a timeline of buckets: memory per pattern, not per instance.
   Status FindCallPaths(std::vector<Pattern>* patterns) {
     std::unordered_map<std::string, size_t> index;
     root_pattern_.assign(pairs_.size(), kNone);
+    const TimeNs bucket = TimelineBucket();
+    std::vector<uint32_t> slowest;
     for (uint32_t i = 0; i < pairs_.size(); ++i) {
       const Pair& p = pairs_[i];
       if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
@@ -1341,12 +1447,36 @@ class Engine {
         patterns->emplace_back();
         patterns->back().caller = names_[p.caller];
         patterns->back().shape = sig;
+        patterns->back().timeline.bucket_ns = bucket;
+        slowest.push_back(i);
       }
       Pattern& pat = (*patterns)[it->second];
       root_pattern_[i] = static_cast<uint32_t>(it->second);
       ++pat.count;
       pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
       Accumulate(inst, p.call, &pat.root);
+      AddToTimeline(p.call, p.ret - p.call, &pat.timeline);
+      const Pair& best = pairs_[slowest[it->second]];
+      if (p.ret - p.call > best.ret - best.call) slowest[it->second] = i;
+    }
+    // The median instance: the first whose latency is nearest the pattern's
+    // p50, in a second pass over the roots (the p50 is known only now).
+    std::vector<uint32_t> median(patterns->size(), kNone);
+    std::vector<double> p50(patterns->size());
+    for (size_t k = 0; k < patterns->size(); ++k)
+      p50[k] = (*patterns)[k].root.latency.Quantile(0.5);
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      uint32_t k = root_pattern_[i];
+      if (k == kNone) continue;
+      auto off = [&](uint32_t j) {
+        return std::fabs(trace::NsToSeconds(pairs_[j].ret - pairs_[j].call) - p50[k]);
+      };
+      if (median[k] == kNone || off(i) < off(median[k])) median[k] = i;
+    }
+    for (size_t k = 0; k < patterns->size(); ++k) {
+      Pattern& pat = (*patterns)[k];
+      pat.median = {pairs_[median[k]].call, BuildExample(median[k], pairs_[median[k]].call)};
+      pat.slowest = {pairs_[slowest[k]].call, BuildExample(slowest[k], pairs_[slowest[k]].call)};
     }
     for (Pattern& pat : *patterns) {
       OrderForDisplay(&pat.root);

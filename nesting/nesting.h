@@ -104,6 +104,10 @@ struct PatternNode {
   bool op_mixed = false;    // (grouped by node) instances carry several ops
   LogHistogram latency;     // call into this node to its return
   LogHistogram call_delay;  // call into the parent to the call into this node
+  // Per instance: the latency not covered by the union of the children's
+  // intervals (clipped to the node's own span); negative only when the
+  // latency is (clock skew between the two ends of the call).
+  LogHistogram own_time;
   std::vector<PatternNode> children;  // display order: mean call delay, name
 };
 
@@ -113,6 +117,31 @@ struct PatternNode {
 struct Suspect {
   std::string kind;
   std::string reason;
+};
+
+// One call of an example request (Pattern::median, slowest): as observed,
+// times relative to the root call, children in call order.
+struct ExampleCall {
+  std::string node, caller, op;  // op empty when unknown
+  trace::TimeNs start_ns = 0;    // call time minus the root's call time
+  trace::TimeNs latency_ns = 0;  // assumed for a call whose return was lost
+  std::vector<ExampleCall> children;
+};
+struct Example {
+  trace::TimeNs at_ns = 0;  // the root call's time
+  ExampleCall tree;
+};
+
+// Instances and their summed latency per time bucket (section 8's sliding
+// windows): buckets of bucket_ns, aligned on multiples of it, the same size
+// for every pattern of a result, from the pattern's first instance to its
+// last (at most kMaxTimelineBuckets over the whole trace).
+inline constexpr int64_t kMaxTimelineBuckets = 500;
+struct Timeline {
+  trace::TimeNs bucket_ns = 0;
+  trace::TimeNs start_ns = 0;  // the start of counts[0]
+  std::vector<uint64_t> counts;
+  std::vector<trace::TimeNs> latency_sum_ns;
 };
 
 struct Pattern {
@@ -128,7 +157,14 @@ struct Pattern {
   uint64_t count = 0;
   double total_latency_s = 0;
   std::vector<Suspect> suspects;  // filled by MarkSuspects (nesting/marks.h)
+  // The instance whose latency is nearest the median, and the slowest (the
+  // earliest of equals), for a waterfall picture.
+  Example median, slowest;
+  Timeline timeline;
 };
+
+inline constexpr size_t kMaxInputMeta = 64;
+inline constexpr size_t kMaxInputMetaChars = 4096;
 
 struct InputStats {
   std::string path;
@@ -152,6 +188,10 @@ struct InputStats {
   // of a call that has any (5.1.2).
   double mean_parallelism = 0;
   uint64_t nodes = 0;
+  // The trace's "#meta" line bodies (its producer, capture counters and
+  // drops: docs/formats.md), for the report's "what the input was"; at most
+  // kMaxInputMeta lines of kMaxInputMetaChars.
+  std::vector<std::string> meta;
   uint64_t scoreboards = 0;
 };
 

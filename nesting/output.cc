@@ -22,6 +22,46 @@ nlohmann::ordered_json SummaryJson(const LogHistogram& h) {
   return j;
 }
 
+// Bins of the latency_hist and own_time_hist of every node: enough for a
+// readable picture, few enough that hundreds of patterns stay small.
+constexpr int kHistogramBins = 40;
+
+nlohmann::ordered_json HistJson(const LogHistogram& h) {
+  BinnedCounts b = h.Rebin(kHistogramBins);
+  nlohmann::ordered_json j;
+  j["edges_s"] = b.edges_s;
+  j["counts"] = b.counts;
+  return j;
+}
+
+nlohmann::ordered_json ExampleCallJson(const ExampleCall& e) {
+  nlohmann::ordered_json j;
+  j["node"] = e.node;
+  j["caller"] = e.caller;
+  if (!e.op.empty()) j["op"] = e.op;
+  j["start_s"] = trace::NsToSeconds(e.start_ns);
+  j["latency_s"] = trace::NsToSeconds(e.latency_ns);
+  j["children"] = nlohmann::ordered_json::array();
+  for (const auto& c : e.children) j["children"].push_back(ExampleCallJson(c));
+  return j;
+}
+
+nlohmann::ordered_json ExampleJson(const Example& e) {
+  return {{"at_s", trace::NsToSeconds(e.at_ns)},
+          {"tree", ExampleCallJson(e.tree)}};
+}
+
+nlohmann::ordered_json TimelineJson(const Timeline& t) {
+  nlohmann::ordered_json j;
+  j["bucket_s"] = trace::NsToSeconds(t.bucket_ns);
+  j["start_s"] = trace::NsToSeconds(t.start_ns);
+  j["counts"] = t.counts;
+  auto& sums = j["latency_sum_s"] = nlohmann::ordered_json::array();
+  for (trace::TimeNs ns : t.latency_sum_ns)
+    sums.push_back(trace::NsToSeconds(ns));
+  return j;
+}
+
 nlohmann::ordered_json NodeJson(const PatternNode& n,
                                 const std::string* caller) {
   nlohmann::ordered_json j;
@@ -34,6 +74,8 @@ nlohmann::ordered_json NodeJson(const PatternNode& n,
   j["latency_s"] = SummaryJson(n.latency);
   j["call_delay_s"] = SummaryJson(n.call_delay);
   j["own_time_s"] = OwnTimeSeconds(n);
+  j["latency_hist"] = HistJson(n.latency);
+  j["own_time_hist"] = HistJson(n.own_time);
   j["children"] = nlohmann::ordered_json::array();
   for (const auto& c : n.children)
     j["children"].push_back(NodeJson(c, nullptr));
@@ -130,6 +172,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   in["mean_parallelism"] = r.input.mean_parallelism;
   in["free_messages"] = r.input.free_messages;
   in["nodes"] = r.input.nodes;
+  in["meta"] = r.input.meta;
   auto& p = j["params"];
   p["penalty_overlap"] = r.params.penalty_overlap;
   p["penalty_same"] = r.params.penalty_same;
@@ -180,6 +223,11 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
       }
     }
     pj["root"] = NodeJson(pat.root, &pat.caller);
+    if (pat.count > 0) {
+      pj["examples"] = {{"median", ExampleJson(pat.median)},
+                        {"slowest", ExampleJson(pat.slowest)}};
+      pj["timeline"] = TimelineJson(pat.timeline);
+    }
     j["patterns"].push_back(std::move(pj));
   }
   return j;

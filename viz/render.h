@@ -1,13 +1,10 @@
 // Rendering of analysis results (spec/results-json.md) as pictures, the last
 // stage of the pipeline: nest/convolve -> result JSON -> viz -> dot/SVG/PNG.
-//
-// Nesting results are drawn in the paper's Figure 8 format (section 5.4): one
-// graph per causal path pattern, each node an ellipse with its name and mean
-// latency, each call edge labelled with the mean call delay, and the first
-// edge (caller -> root) with the instance count and total latency. Nodes are
-// filled by their share of the path's own time so the culprit stands out.
-// Convolution results are drawn in the Figure 9 format: one graph, each edge
-// labelled with its message count and its delays in declining frequency.
+// `bbprof render` and `nest --svg/--dot` come here; the files it writes are
+// drawn by pattern_graph.h (Figure 8, one graph per pattern, nodes filled by
+// the time they add on one scale) and convolution_graph.h (Figure 9), with
+// the colour and label rules of style.h. The one-file HTML report is
+// report.h.
 //
 // Output is deterministic (same input, same bytes) and written atomically.
 #ifndef BBPROF_VIZ_RENDER_H_
@@ -18,6 +15,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "viz/nest_model.h"
+#include "viz/style.h"
 
 namespace bbprof::viz {
 
@@ -34,7 +33,8 @@ struct RenderOptions {
   // One page with every pattern (patterns.EXT) instead of one file per
   // pattern (pattern-001.EXT, ...).
   bool one_page = false;
-  // Fill nodes by their share of the path's own time (docs/viz.md).
+  // Fill nodes by the time they add, outline the culprit, highlight the
+  // slowest convolution edges (docs/viz.md).
   bool highlight = true;
 };
 
@@ -55,19 +55,6 @@ Result<std::vector<RenderedFile>> RenderResult(const nlohmann::json& result,
 // missing). The entry point `nest --svg DIR` / `convolve --svg DIR` call.
 Status RenderResultToDir(const nlohmann::json& result,
                          const RenderOptions& options, const std::string& dir);
-
-// Own time of a node on a pattern, from means only (docs/viz.md): the node's
-// mean latency minus the length of the union of its children's intervals
-// [call_delay, call_delay + latency], each clipped to [0, latency]. Exposed
-// for tests.
-struct ChildInterval {
-  double call_delay_s;
-  double latency_s;
-};
-double OwnTime(double latency_s, const std::vector<ChildInterval>& children);
-
-// Formats seconds for a label: "812 s", "156 ms", "12.3 µs".
-std::string FormatDuration(double seconds);
 
 }  // namespace bbprof::viz
 

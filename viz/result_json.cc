@@ -1,8 +1,11 @@
 #include "viz/result_json.h"
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <vector>
+
+#include "base/atomic_file.h"
 
 namespace bbprof::viz {
 
@@ -286,6 +289,26 @@ Status ValidateResult(const json& doc) {
   return Status::Error("tool: '" + *tool +
                        "' is not a result bbprof knows (expected 'bbprof "
                        "nest' or 'bbprof convolve')");
+}
+
+Result<nlohmann::json> LoadResultJson(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    char buf[1 << 16];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
+    if (std::ferror(stdin)) return Status::Error("standard input: read error");
+  } else {
+    auto read = ReadWholeFile(path);
+    if (!read.ok()) return read.status();
+    text = std::move(read).value();
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() names the line and column ("at line 3, column 7").
+    return Status::Error(path + ": not valid JSON: " + e.what());
+  }
 }
 
 }  // namespace bbprof::viz

@@ -24,6 +24,11 @@ namespace bbprof::viz {
 // the document), without the file name.
 Status ValidateResult(const nlohmann::json& doc);
 
+// Reads and parses a result file ('-': standard input). Errors name the
+// file, and the line and column of a JSON syntax error; the document is not
+// validated yet (ValidateResult).
+Result<nlohmann::json> LoadResultJson(const std::string& path);
+
 // The accessors behind it. `path` is the JSON path of `obj` ("" for the
 // document); errors name path.key and what was expected.
 Status FieldError(const std::string& path, const char* expected,
@@ -46,5 +51,15 @@ Result<const nlohmann::json*> GetArray(const nlohmann::json& obj,
                                        const std::string& key);
 
 }  // namespace bbprof::viz
+
+// `VIZ_ASSIGN(lhs, expr)`: lhs = the value of a Result, or return its error.
+#define VIZ_CONCAT_INNER(a, b) a##b
+#define VIZ_CONCAT(a, b) VIZ_CONCAT_INNER(a, b)
+#define VIZ_ASSIGN(lhs, expr) \
+  VIZ_ASSIGN_IMPL(VIZ_CONCAT(viz_r_, __LINE__), lhs, expr)
+#define VIZ_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                    \
+  if (!tmp.ok()) return tmp.status();   \
+  lhs = std::move(tmp).value()
 
 #endif  // BBPROF_VIZ_RESULT_JSON_H_

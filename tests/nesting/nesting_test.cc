@@ -367,6 +367,103 @@ TEST(NestingTest, JsonFollowsTheResultSpec) {
   EXPECT_DOUBLE_EQ(p["root"]["children"][0]["call_delay_s"]["mean"].get<double>(), 2.0);
 }
 
+// The report's fields (docs/formats.md): histograms per node, the median
+// and slowest request, and the timeline. Three instances of A->B(C) of 10,
+// 20 and 40 s at 0, 100 and 1000 s; C takes 4 s each time.
+TEST(NestingTest, JsonHasHistogramsExamplesAndTimeline) {
+  auto r = NestText(
+      "0 CALL A B 1\n1 CALL B C 2\n5 RET C B 2\n10 RET B A 1\n"
+      "100 CALL A B 3\n102 CALL B C 4\n106 RET C B 4\n120 RET B A 3\n"
+      "1000 CALL A B 5\n1010 CALL B C 6\n1014 RET C B 6\n1040 RET B A 5\n");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto j = ResultToJson(*r);
+  ASSERT_EQ(j["patterns"].size(), 1u);
+  const auto& p = j["patterns"][0];
+  const auto& root = p["root"];
+  auto sum = [](const nlohmann::ordered_json& a) {
+    int64_t n = 0;
+    for (const auto& v : a) n += v.get<int64_t>();
+    return n;
+  };
+  for (const char* h : {"latency_hist", "own_time_hist"}) {
+    const auto& hist = root[h];
+    ASSERT_EQ(hist["edges_s"].size(), hist["counts"].size() + 1) << h;
+    EXPECT_EQ(sum(hist["counts"]), 3) << h;
+    for (size_t i = 1; i < hist["edges_s"].size(); ++i)
+      EXPECT_LE(hist["edges_s"][i - 1], hist["edges_s"][i]) << h;
+  }
+  EXPECT_DOUBLE_EQ(root["latency_hist"]["edges_s"].front().get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(root["latency_hist"]["edges_s"].back().get<double>(), 40.0);
+  // B's own time per instance: 10 - 4, 20 - 4, 40 - 4.
+  EXPECT_DOUBLE_EQ(root["own_time_hist"]["edges_s"].front().get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(root["own_time_hist"]["edges_s"].back().get<double>(), 36.0);
+  const auto& c = root["children"][0];
+  EXPECT_EQ(sum(c["latency_hist"]["counts"]), 3);
+  // Median: the 20 s instance at 100 s; slowest: the 40 s one at 1000 s.
+  const auto& med = p["examples"]["median"];
+  EXPECT_DOUBLE_EQ(med["at_s"].get<double>(), 100.0);
+  EXPECT_EQ(med["tree"]["node"], "B");
+  EXPECT_EQ(med["tree"]["caller"], "A");
+  EXPECT_DOUBLE_EQ(med["tree"]["start_s"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(med["tree"]["latency_s"].get<double>(), 20.0);
+  ASSERT_EQ(med["tree"]["children"].size(), 1u);
+  EXPECT_EQ(med["tree"]["children"][0]["node"], "C");
+  EXPECT_EQ(med["tree"]["children"][0]["caller"], "B");
+  EXPECT_DOUBLE_EQ(med["tree"]["children"][0]["start_s"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(med["tree"]["children"][0]["latency_s"].get<double>(), 4.0);
+  EXPECT_FALSE(med["tree"].contains("op"));  // the trace names none
+  const auto& slow = p["examples"]["slowest"];
+  EXPECT_DOUBLE_EQ(slow["at_s"].get<double>(), 1000.0);
+  EXPECT_DOUBLE_EQ(slow["tree"]["latency_s"].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(slow["tree"]["children"][0]["start_s"].get<double>(), 10.0);
+  // 1000 s in at most 500 buckets: 5 s ones (2 s would need 502).
+  const auto& t = p["timeline"];
+  EXPECT_DOUBLE_EQ(t["bucket_s"].get<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(t["start_s"].get<double>(), 0.0);
+  ASSERT_EQ(t["counts"].size(), 201u);
+  ASSERT_EQ(t["latency_sum_s"].size(), 201u);
+  EXPECT_EQ(t["counts"][0], 1);
+  EXPECT_EQ(t["counts"][20], 1);
+  EXPECT_EQ(t["counts"][200], 1);
+  EXPECT_EQ(sum(t["counts"]), 3);
+  EXPECT_DOUBLE_EQ(t["latency_sum_s"][20].get<double>(), 20.0);
+}
+
+TEST(NestingTest, HistogramRebinsIntoFewBinsAndKeepsNegatives) {
+  LogHistogram h;
+  EXPECT_TRUE(h.Rebin(40).counts.empty());
+  EXPECT_TRUE(h.Rebin(40).edges_s.empty());
+  // Latencies over three decades: log-spaced, at most 40 bins.
+  for (int i = 1; i <= 1000; ++i) h.Add(i * 1'000'000LL);
+  BinnedCounts b = h.Rebin(40);
+  ASSERT_EQ(b.counts.size(), 40u);
+  ASSERT_EQ(b.edges_s.size(), 41u);
+  EXPECT_DOUBLE_EQ(b.edges_s.front(), 0.001);
+  EXPECT_DOUBLE_EQ(b.edges_s.back(), 1.0);
+  // Log spacing: the middle edge is near the geometric mean, 31.6 ms.
+  EXPECT_NEAR(b.edges_s[20], 0.0316, 0.001);
+  uint64_t n = 0;
+  for (auto c : b.counts) n += c;
+  EXPECT_EQ(n, 1000u);
+  // Own time under skew: negative values, evenly spaced bins.
+  LogHistogram s;
+  for (int v : {-5000, -5000, 0, 5000}) s.Add(v);
+  b = s.Rebin(40);
+  ASSERT_EQ(b.counts.size(), 3u);  // three distinct values
+  EXPECT_DOUBLE_EQ(b.edges_s.front(), -5e-6);
+  EXPECT_DOUBLE_EQ(b.edges_s.back(), 5e-6);
+  EXPECT_EQ(b.counts.front(), 2u);
+  EXPECT_EQ(b.counts.back(), 1u);
+  EXPECT_NEAR(s.Quantile(0.25), -5e-6, 5e-8);  // negatives keep their sign
+  // One value: one bin that starts at it.
+  LogHistogram one;
+  one.Add(1000);
+  b = one.Rebin(40);
+  ASSERT_EQ(b.counts.size(), 1u);
+  EXPECT_DOUBLE_EQ(b.edges_s[0], 1e-6);
+  EXPECT_GT(b.edges_s[1], b.edges_s[0]);
+}
+
 TEST(NestingTest, RankingKeys) {
   auto r = NestText(
       "0 CALL A B 1\n1 RET B A 1\n2 CALL A B 2\n3 RET B A 2\n"

@@ -72,10 +72,51 @@ TEST(RenderTest, Figure8LabelsInDot) {
   EXPECT_NE(p1->contents.find("label=\"5210 calls\\n812 s total\""),
             std::string::npos);
   // DB: 95 ms own of a 156 ms path.
-  EXPECT_NE(p1->contents.find("DB adds 61% of this path's latency"),
+  // (Graphviz wraps long dot lines; the whole line is in index.html.)
+  EXPECT_NE(p1->contents.find("DB adds 495 s in total (95.0 ms a call, 61%"),
+            std::string::npos);
+  EXPECT_NE(Find(files, "index.html")
+                ->contents.find("DB adds 495 s in total (95.0 ms a call, 61% "
+                                "of this path&#39;s latency)"),
             std::string::npos);
   EXPECT_NE(Find(files, "pattern-002.dot"), nullptr);
   EXPECT_NE(Find(files, "index.html"), nullptr);
+}
+
+// One absolute scale for the whole render: DB adds 495 s (the most, dark
+// red) on pattern 1; pattern 2's WS2 adds 5.4 s and stays nearly white
+// although it is 56% of its own path (the old per-path share made it red).
+TEST(RenderTest, FillIsTimeAddedOnOneScale) {
+  RenderOptions opts;
+  opts.format = Format::kDot;
+  auto files = RenderOk(Load("nest.json"), opts);
+  const RenderedFile* p1 = Find(files, "pattern-001.dot");
+  const RenderedFile* p2 = Find(files, "pattern-002.dot");
+  ASSERT_NE(p1, nullptr);
+  ASSERT_NE(p2, nullptr);
+  EXPECT_NE(p1->contents.find("fillcolor=\"#800026\""), std::string::npos);
+  EXPECT_EQ(p2->contents.find("fillcolor=\"#800026\""), std::string::npos);
+  EXPECT_NE(p2->contents.find("fillcolor=\"#fffefa\""), std::string::npos);
+  // Every picture carries its legend, with the scale's top.
+  EXPECT_NE(p2->contents.find("edge: mean call delay"), std::string::npos);
+  EXPECT_NE(p2->contents.find("dark red 495 s"), std::string::npos);
+}
+
+TEST(StyleTest, HeatScaleRunsFromWhiteToDarkRed) {
+  HeatScale scale(2.0);
+  EXPECT_EQ(scale.Colour(0), "#ffffff");
+  EXPECT_EQ(scale.Colour(-1), "#ffffff");
+  EXPECT_EQ(scale.Colour(2.0), "#800026");
+  EXPECT_EQ(scale.Colour(5.0), "#800026");  // clamped
+  EXPECT_DOUBLE_EQ(scale.Level(1.0), 0.5);
+  EXPECT_EQ(scale.TextColour(2.0), "#ffffff");
+  EXPECT_EQ(scale.TextColour(0.2), "#000000");
+  EXPECT_EQ(HeatScale(0).Colour(1.0), "#ffffff");  // nothing on the page
+  EXPECT_DOUBLE_EQ(AddedTime(0.01, 100), 1.0);
+  EXPECT_DOUBLE_EQ(AddedTime(-0.01, 100), 0.0);
+  EXPECT_TRUE(IsSlowEdge(5, 10));
+  EXPECT_FALSE(IsSlowEdge(4.9, 10));
+  EXPECT_FALSE(IsSlowEdge(0, 0));
 }
 
 TEST(RenderTest, TopLimitsPatternsAndOnePageStacksThem) {
@@ -150,6 +191,29 @@ TEST(RenderTest, ConvolutionDelaysInDecliningFrequency) {
   EXPECT_NE(files[0].contents.find("1200 msgs\\n50.0 ms (900)\\n10.0 s (300)"),
             std::string::npos)
       << files[0].contents;
+}
+
+// The convolution graph highlights its slowest edges by the same rule: e1
+// adds 0.05 x 900 + 10 x 300 = 3045 s, the others 0 and 1.76 s.
+TEST(RenderTest, ConvolutionHighlightsSlowestEdges) {
+  RenderOptions opts;
+  opts.format = Format::kDot;
+  auto files = RenderOk(Load("convolve.json"), opts);
+  ASSERT_FALSE(files.empty());
+  const std::string& dot = files[0].contents;
+  auto attrs = [&](const std::string& id) {
+    size_t at = dot.find("id=" + id + ",");
+    if (at == std::string::npos) return std::string();
+    size_t start = dot.rfind('[', at);
+    return dot.substr(start, dot.find(']', at) - start);
+  };
+  EXPECT_NE(attrs("e1").find("penwidth=4.0"), std::string::npos) << dot;
+  EXPECT_NE(attrs("e1").find("color=\"#800026\""), std::string::npos);
+  EXPECT_EQ(attrs("e0").find("penwidth"), std::string::npos) << dot;
+  EXPECT_EQ(attrs("e2").find("penwidth"), std::string::npos) << dot;
+  opts.highlight = false;
+  files = RenderOk(Load("convolve.json"), opts);
+  EXPECT_EQ(files[0].contents.find("penwidth=4"), std::string::npos);
 }
 
 std::string ErrorOf(const nlohmann::json& doc) {
