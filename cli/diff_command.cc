@@ -12,6 +12,7 @@
 #include "nesting/diff.h"
 #include "nesting/output.h"
 #include "trace/json_text.h"
+#include "viz/diff_view.h"
 #include "viz/result_json.h"
 
 namespace bbprof::cli {
@@ -81,7 +82,8 @@ int Run(std::span<const std::string> args) {
       "they were nested (a warning says when their parameters differ).\n\n"
       "Examples:\n"
       "  bbprof diff before.json after.json\n"
-      "  bbprof diff monday.pcap tuesday.pcap --json diff.json\n"
+      "  bbprof diff monday.pcap tuesday.pcap --json diff.json --html "
+      "diff.html\n"
       "  bbprof diff old.bbt new.bbt --skew-window 0.001 --top 5");
   if (auto rc = cl.Parse(args)) return *rc;
   NestSetup setup;

@@ -86,7 +86,7 @@ Result<std::vector<Cell>> CellsFromJson(const json& h, const std::string& at) {
       return Status::Error(at + ".edges_s[" + std::to_string(i) +
                            "]: expected a number");
     }
-    if (!c[i].is_number_unsigned()) {
+    if (!c[i].is_number_integer() || c[i].get<int64_t>() < 0) {
       return Status::Error(at + ".counts[" + std::to_string(i) +
                            "]: expected a non-negative integer");
     }
@@ -360,69 +360,63 @@ DiffSide DiffSideFromResult(const NestingResult& r) {
 
 double MannWhitneyP(const std::vector<Cell>& a, const std::vector<Cell>& b,
                     double* prob_slower) {
-  // Cells of both sides, in order; overlapping cells (and with them every
-  // value they may hold) form one tied group. On one grid (two traces: the
-  // engine's 1% bins) a group is one bin; on two grids (two result files) a
-  // group spans the bins that overlap, which only costs power: the test
-  // stays valid, as ties are taken out of its variance.
-  struct Item {
-    Cell cell;
-    bool after;
+  // Each side's values are taken as spread evenly within their bins, and
+  // both are laid on the union of the two sides' bin edges (a value's share
+  // of every elementary interval its bin covers). U counts, for every pair,
+  // P(after > before): 1 or 0 for values in disjoint intervals, one half
+  // within one interval. On one grid (two traces: the engine's 1% bins) the
+  // intervals are the bins themselves; on two grids (two result files) the
+  // spreading replaces an ordering the histograms do not record. (Merging
+  // overlapping bins into tie groups instead chains two interleaved grids
+  // into one group, leaving only each side's extremes to compare, which made
+  // false alarms.)
+  constexpr double kPoint = 1e-12;  // a single value's bin, as an interval
+  auto bounds = [&](const Cell& c) {
+    return std::pair{c.lo_s, c.hi_s > c.lo_s ? c.hi_s : c.lo_s + kPoint};
   };
-  std::vector<Item> items;
-  for (const Cell& c : a) {
-    if (c.count > 0) items.push_back({c, false});
-  }
-  for (const Cell& c : b) {
-    if (c.count > 0) items.push_back({c, true});
-  }
-  std::sort(items.begin(), items.end(), [](const Item& x, const Item& y) {
-    if (x.cell.lo_s != y.cell.lo_s) return x.cell.lo_s < y.cell.lo_s;
-    return x.cell.hi_s < y.cell.hi_s;
-  });
-  std::vector<std::pair<double, double>> groups;  // (before, after) counts
-  double cur_hi = 0;
-  bool cur_closed = false;  // the group's extent holds cur_hi itself
-  for (const Item& it : items) {
-    const bool closed = it.cell.closed || it.cell.lo_s == it.cell.hi_s;
-    const bool joins =
-        !groups.empty() &&
-        (it.cell.lo_s < cur_hi || (it.cell.lo_s == cur_hi && cur_closed));
-    if (!joins) {
-      groups.emplace_back(0.0, 0.0);
-      cur_hi = it.cell.hi_s;
-      cur_closed = closed;
-    } else if (it.cell.hi_s > cur_hi) {
-      cur_hi = it.cell.hi_s;
-      cur_closed = closed;
-    } else if (it.cell.hi_s == cur_hi) {
-      cur_closed = cur_closed || closed;
+  std::vector<double> edges;
+  for (const auto* side : {&a, &b}) {
+    for (const Cell& c : *side) {
+      if (c.count == 0) continue;
+      auto [lo, hi] = bounds(c);
+      edges.push_back(lo);
+      edges.push_back(hi);
     }
-    auto& g = groups.back();
-    (it.after ? g.second : g.first) += static_cast<double>(it.cell.count);
   }
-  double n1 = 0, n2 = 0;
-  for (const auto& [x, y] : groups) {
-    n1 += x;
-    n2 += y;
-  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   if (prob_slower != nullptr) *prob_slower = 0.5;
+  if (edges.size() < 2) return 1.0;
+  auto spread = [&](const std::vector<Cell>& cells, std::vector<double>& mass) {
+    mass.assign(edges.size() - 1, 0.0);
+    double n = 0;
+    for (const Cell& c : cells) {
+      if (c.count == 0) continue;
+      auto [lo, hi] = bounds(c);
+      size_t k = static_cast<size_t>(
+          std::lower_bound(edges.begin(), edges.end(), lo) - edges.begin());
+      const double width = hi - lo;
+      for (; k + 1 < edges.size() && edges[k] < hi; ++k) {
+        mass[k] +=
+            static_cast<double>(c.count) * (edges[k + 1] - edges[k]) / width;
+      }
+      n += static_cast<double>(c.count);
+    }
+    return n;
+  };
+  std::vector<double> ma, mb;
+  const double n1 = spread(a, ma), n2 = spread(b, mb);
   if (n1 == 0 || n2 == 0) return 1.0;
-  // U of the after side: pairs (before, after) with after larger, plus half
-  // the ties.
-  double u = 0, below = 0, ties = 0;
-  for (const auto& [x, y] : groups) {
-    u += y * (below + x / 2);
-    below += x;
-    const double t = x + y;
-    ties += t * t * t - t;
+  double u = 0, below = 0;
+  for (size_t k = 0; k < ma.size(); ++k) {
+    u += mb[k] * (below + ma[k] / 2);
+    below += ma[k];
   }
   if (prob_slower != nullptr) *prob_slower = u / (n1 * n2);
-  const double n = n1 + n2;
-  const double mean = n1 * n2 / 2;
-  const double var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)));
-  if (!(var > 0)) return 1.0;
-  const double dev = std::max(0.0, std::fabs(u - mean) - 0.5);  // continuity
+  // The variance without ties: spread evenly, no two values are equal.
+  const double var = n1 * n2 * (n1 + n2 + 1) / 12;
+  const double dev =
+      std::max(0.0, std::fabs(u - n1 * n2 / 2) - 0.5);  // continuity
   return std::min(1.0, NormalTwoSidedP(dev / std::sqrt(var)));
 }
 

@@ -8,11 +8,11 @@
 //   one tree in two display orders still match. Nodes of matched patterns are
 //   matched by position in that canonical order.
 // - Latency: change in mean, p50, p90 and p99 per node; significance by the
-//   Mann-Whitney U test with tie correction on the two binned distributions
-//   (below). Count: change in the pattern's share of all requests;
-//   significance by Fisher's exact test on the 2x2 table. All p-values of one
-//   diff are adjusted together by Holm's method, so the chance that any
-//   reported change is a false alarm is at most alpha.
+//   Mann-Whitney U test on the two binned distributions (below). Count: change
+//   in the pattern's share of all requests; significance by Fisher's exact test
+//   on the 2x2 table. All p-values of one diff are adjusted together by Holm's
+//   method, so the chance that any reported change is a false alarm is at most
+//   alpha.
 // - Ranked by impact on total time: the after side's total latency minus the
 //   before side's, scaled to the after side's number of requests.
 #ifndef BBPROF_NESTING_DIFF_H_
@@ -100,7 +100,7 @@ struct NodeDiff {
   bool has_before = false, has_after = false;
   Summary before, after;  // latency
   double own_before_s = 0, own_after_s = 0;
-  // P(a latency after > one before) + half the ties, from the binned samples:
+  // P(a latency after > one before), from the binned samples (MannWhitneyP):
   // 0.5 is no change.
   double prob_slower = 0.5;
   Test latency;
@@ -134,9 +134,10 @@ nlohmann::ordered_json DiffToJson(const DiffResult& diff);
 std::string DiffToText(const DiffResult& diff);
 
 // The statistics, exposed for tests.
-// Two-sided Mann-Whitney U p-value (normal approximation, tie and continuity
-// corrected) of two binned samples; cells of the two sides that overlap are
-// merged into one tied group. *prob_slower gets P(B > A) + P(B = A) / 2.
+// Two-sided Mann-Whitney U p-value (normal approximation with continuity
+// correction) of two binned samples, each value spread evenly within its bin
+// over the union of both sides' bin edges. *prob_slower gets P(B > A), half
+// for values within one elementary interval.
 double MannWhitneyP(const std::vector<Cell>& a, const std::vector<Cell>& b,
                     double* prob_slower);
 // Two-sided Fisher exact p-value of the table [[a, b], [c, d]].

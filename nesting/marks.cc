@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -16,29 +18,64 @@ std::string NodeLabel(const PatternNode& n) {
   return n.op.empty() ? n.node : n.node + "[" + n.op + "]";
 }
 
-// The tree's canonical key (children sorted by their own keys, as the
-// pattern's shape), leaving out the subtree rooted at `skip`.
-std::string CanonicalKey(const PatternNode& n, const PatternNode* skip) {
-  std::vector<std::string> kids;
-  for (const PatternNode& c : n.children) {
-    if (&c != skip) kids.push_back(CanonicalKey(c, skip));
-  }
-  std::sort(kids.begin(), kids.end());
-  std::string key = NodeLabel(n);
-  if (!kids.empty()) {
-    key += '(';
-    for (size_t i = 0; i < kids.size(); ++i) key += (i ? "," : "") + kids[i];
-    key += ')';
-  }
-  return key;
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
-void CollectNonRoot(const PatternNode& n,
-                    std::vector<const PatternNode*>& out) {
-  for (const PatternNode& c : n.children) {
-    out.push_back(&c);
-    CollectNonRoot(c, out);
+// A node's shape hash from its label and the multiset of its children's
+// shape hashes. The multiset is a sum of mixed hashes, so it does not
+// depend on the children's order, and one child can be taken out or
+// replaced by subtraction: the shape without any one subtree costs one step
+// per ancestor, not a walk of the tree.
+uint64_t ShapeHash(uint64_t label, uint64_t children_sum) {
+  return Mix(label ^ Mix(children_sum));
+}
+
+struct FlatNode {
+  const PatternNode* node;
+  size_t parent;  // index; SIZE_MAX for the root
+  uint64_t label = 0, children_sum = 0, hash = 0;
+};
+
+// Depth first, parents before children; hashes filled bottom-up.
+std::vector<FlatNode> Flatten(const PatternNode& root) {
+  std::vector<FlatNode> out;
+  std::vector<std::pair<const PatternNode*, size_t>> stack = {
+      {&root, SIZE_MAX}};
+  while (!stack.empty()) {
+    auto [n, parent] = stack.back();
+    stack.pop_back();
+    out.push_back({n, parent, std::hash<std::string>()(NodeLabel(*n)), 0, 0});
+    const size_t me = out.size() - 1;
+    for (const PatternNode& c : n->children) stack.emplace_back(&c, me);
   }
+  for (size_t i = out.size(); i-- > 0;) {
+    out[i].hash = ShapeHash(out[i].label, out[i].children_sum);
+    if (out[i].parent != SIZE_MAX)
+      out[out[i].parent].children_sum += Mix(out[i].hash);
+  }
+  return out;
+}
+
+// The root's hash with the subtree at index `cut` taken out.
+uint64_t HashWithout(const std::vector<FlatNode>& t, size_t cut) {
+  uint64_t old_child = t[cut].hash;
+  size_t at = t[cut].parent;
+  uint64_t sum = t[at].children_sum - Mix(old_child);
+  uint64_t h = ShapeHash(t[at].label, sum);
+  while (t[at].parent != SIZE_MAX) {
+    old_child = t[at].hash;
+    at = t[at].parent;
+    h = ShapeHash(t[at].label, t[at].children_sum - Mix(old_child) + Mix(h));
+  }
+  return h;
+}
+
+uint64_t PatternKey(const std::string& caller, uint64_t root_hash) {
+  return Mix(std::hash<std::string>()(caller) ^ Mix(root_hash));
 }
 
 std::string Fixed(double v, const char* format) {
@@ -77,21 +114,21 @@ void MarkSuspects(NestingResult& result) {
   const double parallelism = result.input.mean_parallelism;
   const double eps = ExpectedMisassignment(parallelism);
 
-  // Every pattern by its full key, and every pattern's one-subtree-less
-  // variants with the subtree left out.
-  std::unordered_map<std::string, size_t> by_key;
+  // Every pattern by its shape hash; then every pattern's shapes with one
+  // child subtree taken out, looked up among them.
+  std::vector<std::vector<FlatNode>> flat;
+  std::unordered_map<uint64_t, size_t> by_key;
   for (size_t i = 0; i < pats.size(); ++i) {
-    by_key.emplace(pats[i].caller + "->" + CanonicalKey(pats[i].root, nullptr),
-                   i);
+    flat.push_back(Flatten(pats[i].root));
+    by_key.emplace(PatternKey(pats[i].caller, flat[i][0].hash), i);
   }
   for (size_t i = 0; i < pats.size(); ++i) {
     Pattern& big = pats[i];  // the one with a child more
-    std::vector<const PatternNode*> nodes;
-    CollectNonRoot(big.root, nodes);
     std::vector<size_t> seen;
-    for (const PatternNode* n : nodes) {
-      auto it = by_key.find(big.caller + "->" + CanonicalKey(big.root, n));
-      if (it == by_key.end()) continue;
+    for (size_t k = 1; k < flat[i].size(); ++k) {
+      auto it = by_key.find(PatternKey(big.caller, HashWithout(flat[i], k)));
+      if (it == by_key.end() || it->second == i) continue;
+      const PatternNode* n = flat[i][k].node;
       const size_t j = it->second;
       if (std::find(seen.begin(), seen.end(), j) != seen.end()) continue;
       seen.push_back(j);
