@@ -308,7 +308,7 @@ Result<DiffSide> DiffSideFromJson(const json& doc, const std::string& where) {
     const std::string at = where + ": patterns[" + std::to_string(i) + "]";
     const json& p = pats[i];
     if (!p.is_object() || !p.contains("count") ||
-        !p["count"].is_number_unsigned()) {
+        !p["count"].is_number_integer() || p["count"].get<int64_t>() < 0) {
       return Status::Error(at +
                            ".count: missing (expected a non-negative integer)");
     }

@@ -92,8 +92,9 @@ double ExpectedMisassignment(double mean_parallelism) {
 
 uint64_t PoissonUpper99(double lambda) {
   if (!(lambda > 0)) return 0;
-  if (lambda > 1000) {
-    // Normal approximation (error far below one count at this size).
+  if (lambda > 200) {
+    // Normal approximation, within a count of the exact quantile here (and
+    // exp(-lambda) below would underflow past 745).
     return static_cast<uint64_t>(
         std::ceil(lambda + 2.3263 * std::sqrt(lambda)));
   }

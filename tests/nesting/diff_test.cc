@@ -61,7 +61,8 @@ TEST(DiffTest, MannWhitneySpreadsValuesWithinBins) {
   EXPECT_LT(MannWhitneyP(a_open, d, &slower), 1e-20);
   EXPECT_DOUBLE_EQ(slower, 1.0);
   // Two grids over one distribution: no change.
-  std::vector<Cell> g1 = {{0.010, 0.014, 50, false}, {0.014, 0.020, 50, true}};
+  // (evenly spread over [10, 20] ms, 100 values each).
+  std::vector<Cell> g1 = {{0.010, 0.014, 40, false}, {0.014, 0.020, 60, true}};
   std::vector<Cell> g2 = {{0.010, 0.016, 60, false}, {0.016, 0.020, 40, true}};
   EXPECT_GT(MannWhitneyP(g1, g2, &slower), 0.9);
   EXPECT_NEAR(slower, 0.5, 0.01);
@@ -296,6 +297,11 @@ TEST(MarksTest, PoissonUpperQuantile) {
   EXPECT_EQ(PoissonUpper99(1), 4u);    // P(X <= 3) = 0.981, P(X <= 4) = 0.996
   EXPECT_EQ(PoissonUpper99(10), 18u);  // P(X <= 17) = 0.986, P(X <= 18) = 0.993
   EXPECT_NEAR(static_cast<double>(PoissonUpper99(1e6)), 1e6 + 2326, 2);
+  // Past exp(-lambda)'s underflow (it once looped forever at 893).
+  EXPECT_NEAR(static_cast<double>(PoissonUpper99(893)),
+              893 + 2.3263 * std::sqrt(893.0), 2);
+  EXPECT_NEAR(static_cast<double>(PoissonUpper99(150)),
+              150 + 2.3263 * std::sqrt(150.0), 2);
 }
 
 // The culprit is the node adding the most absolute time, with its path.
