@@ -63,15 +63,14 @@ int Run(std::span<const std::string> args) {
                  "captures, which are\n"
                  "nested here with the same parameters (the analysis flags of "
                  "'bbprof nest').");
-  cl.options().add_options()(
-      "json", po::value<std::string>(),
-      "write the diff as JSON to FILE ('-' = standard output)")(
-      "alpha", po::value<double>()->default_value(0.05),
-      "family-wise error rate: the chance that any reported change is a false "
-      "alarm")("min-samples", po::value<uint64_t>()->default_value(10),
-               "fewest instances on each side for a latency test")(
-      "top", po::value<int>()->default_value(0),
-      "report only the first N patterns of the text (0 = all)");
+  // clang-format off
+  cl.options().add_options()
+      ("json", po::value<std::string>(), "write the diff as JSON to FILE ('-' = standard output)")
+      ("html", po::value<std::string>(), "also write an HTML page with each pattern's graph, nodes filled by their significant change (docs/viz.md)")
+      ("alpha", po::value<double>()->default_value(0.05), "family-wise error rate: the chance that any reported change is a false alarm")
+      ("min-samples", po::value<uint64_t>()->default_value(10), "fewest instances on each side for a latency test")
+      ("top", po::value<int>()->default_value(0), "report only the first N patterns of the text and the page (0 = all)");
+  // clang-format on
   AddNestAnalysisFlags(cl);
   cl.AddPositional("BEFORE", "result JSON, trace or capture", 1, 1);
   cl.AddPositional(
@@ -152,13 +151,19 @@ int Run(std::span<const std::string> args) {
       nesting::Diff(std::move(sides[0]), std::move(sides[1]), options);
   const bool json_to_stdout =
       cl.Has("json") && cl.Get<std::string>("json") == "-";
+  const nlohmann::ordered_json doc = nesting::DiffToJson(diff);
   if (cl.Has("json")) {
     if (Status s =
-            WriteFileAtomically(cl.Get<std::string>("json"),
-                                trace::JsonText(nesting::DiffToJson(diff)));
+            WriteFileAtomically(cl.Get<std::string>("json"), trace::JsonText(doc));
         !s.ok()) {
       return cl.Fail(s);
     }
+  }
+  if (cl.Has("html")) {
+    const std::string& out = cl.Get<std::string>("html");
+    auto html = viz::RenderDiffHtml(nlohmann::json(doc), top);
+    if (!html.ok()) return cl.Fail(html.status().WithContext(out));
+    if (Status s = WriteFileAtomically(out, *html); !s.ok()) return cl.Fail(s);
   }
   if (!json_to_stdout) {
     if (top > 0 && diff.patterns.size() > static_cast<size_t>(top)) {

@@ -83,6 +83,22 @@ TEST(DiffCliTest, AddedDelayPutsWs2FirstFromTraces) {
   EXPECT_EQ(d["before"]["source"], "trace");
   ExpectWs2First(d);
   EXPECT_NE(text.find("#1  clients->WS2(AUTH,AP"), std::string::npos) << text;
+  // The HTML view: the first two patterns drawn as significant, WS2 filled.
+  std::string out;
+  ASSERT_EQ(RunCli("diff -q " + normal + " " + delayed + " --top 3 --html " +
+                       dir.File("d.html"),
+                   &out),
+            0)
+      << out;
+  const std::string html = ReadFile(dir.File("d.html"));
+  EXPECT_NE(html.find("<h2>#1 clients-&gt;WS2(AUTH,AP"), std::string::npos);
+  EXPECT_NE(html.find("(changed, significant)</h2>"), std::string::npos);
+  size_t svgs = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos;
+       at = html.find("<svg", at + 1)) {
+    ++svgs;
+  }
+  EXPECT_EQ(svgs, 3u);
 }
 
 TEST(DiffCliTest, AddedDelayPutsWs2FirstFromResults) {
