@@ -34,8 +34,7 @@ class LogHistogram {
   // [lo, hi) for bins of positive values, (lo, hi] for negative ones and
   // lo == hi == 0 for zero. Two histograms share one grid, so their bins
   // line up (what the rank test of nesting/diff.h relies on).
-  void ForEachBin(
-      const std::function<void(double, double, uint64_t)>& f) const;
+  void ForEachBin(const std::function<void(double, double, uint64_t)>& f) const;
   uint64_t count() const { return count_; }
   double mean_s() const;
   Summary Summarize() const;

@@ -95,7 +95,8 @@ std::string FormatSeconds(double s) {
   return buf;
 }
 
-void FindCulpritIn(const PatternNode& n, std::vector<size_t>& at, Culprit* best) {
+void FindCulpritIn(const PatternNode& n, std::vector<size_t>& at,
+                   Culprit* best) {
   double o = OwnTimeSeconds(n);
   if (best->node == nullptr || o > best->own_time_s) {
     best->node = &n;
