@@ -131,8 +131,9 @@ int Run(std::span<const std::string> args) {
                                    : nlohmann::json();
   if (cl.Has("report")) {
     const std::string& out = cl.Get<std::string>("report");
+    // The document is nest's own: an error here is the output's.
     if (Status s = viz::WriteReport(plain, viz::ReportOptions{}, out); !s.ok()) {
-      return cl.Fail(s.WithContext(out));
+      return cl.Fail(s);
     }
   }
   for (const auto& [flag, format] : {std::pair{"svg", viz::Format::kSvg},

@@ -2,6 +2,7 @@
 // (viz/report.h) that needs no network and no other file.
 #include "cli/report_command.h"
 
+#include "base/atomic_file.h"
 #include "cli/command_line.h"
 #include "trace/timestamp.h"
 #include "viz/report.h"
@@ -57,9 +58,9 @@ int Run(std::span<const std::string> args) {
   auto doc = viz::LoadResultJson(path);
   if (!doc.ok()) return cl.Fail(doc.status());
   const std::string& out = cl.Get<std::string>("output");
-  if (Status s = viz::WriteReport(*doc, options, out); !s.ok()) {
-    return cl.Fail(s.WithContext(path));
-  }
+  auto page = viz::BuildReport(*doc, options);
+  if (!page.ok()) return cl.Fail(page.status().WithContext(path));
+  if (Status s = WriteFileAtomically(out, *page); !s.ok()) return cl.Fail(s);
   Inform(cl, "wrote " + out);
   return kExitOk;
 }

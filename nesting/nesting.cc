@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/progress.h"
+#include "nesting/intervals.h"
 #include "nesting/skew.h"
 #include "trace/byte_stream.h"
 #include "trace/timestamp.h"
@@ -1342,18 +1343,7 @@ class Engine {
       TimeNs b = std::clamp<TimeNs>(cp.ret - p.call, 0, std::max<TimeNs>(lat, 0));
       if (b > a) iv.emplace_back(a, b);
     }
-    std::sort(iv.begin(), iv.end());
-    TimeNs covered = 0, cur_a = 0, cur_b = -1;
-    for (const auto& [a, b] : iv) {
-      if (a > cur_b) {
-        if (cur_b > cur_a) covered += cur_b - cur_a;
-        cur_a = a;
-        cur_b = b;
-      } else {
-        cur_b = std::max(cur_b, b);
-      }
-    }
-    if (cur_b > cur_a) covered += cur_b - cur_a;
+    const TimeNs covered = UnionLength(&iv);
     return lat - covered;
   }
 
@@ -1376,7 +1366,8 @@ class Engine {
     TimeNs span = last > first ? last - first : 0;
     for (TimeNs decade = 1000;; decade *= 10) {  // from 1 us
       for (TimeNs step : {decade, 2 * decade, 5 * decade}) {
-        // +1: the span's last instant needs a bucket of its own.
+        // +2: buckets are aligned on multiples of the step, so both ends of
+        // the span can fall in partial buckets.
         if (span / step + 2 <= kMaxTimelineBuckets) return step;
       }
     }

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "nesting/intervals.h"
+
 namespace bbprof::nesting {
 
 namespace {
@@ -137,18 +139,7 @@ double OwnTimeSeconds(const PatternNode& node) {
     double end = std::min(lat, start + c.latency.mean_s());
     if (end > start) iv.emplace_back(start, end);
   }
-  std::sort(iv.begin(), iv.end());
-  double covered = 0, cur_s = 0, cur_e = -1;
-  for (const auto& [s, e] : iv) {
-    if (s > cur_e) {
-      if (cur_e > cur_s) covered += cur_e - cur_s;
-      cur_s = s;
-      cur_e = e;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  if (cur_e > cur_s) covered += cur_e - cur_s;
+  const double covered = UnionLength(&iv);
   return std::max(0.0, lat - covered);
 }
 

@@ -26,13 +26,13 @@ echo "=== 3. causal path patterns, ranked (nesting algorithm, section 5.1)" >&2
 # Every request goes to a Jaeger UI JSON file too (load it with the UI's
 # "JSON File" upload); eval scores the parent choices from it.
 "$BBPROF" nest "$OUT/multitier.trace" --json "$OUT/result.json" --svg "$OUT/svg" \
-  --requests "$OUT/requests.jaeger.json"
+  --requests "$OUT/requests.jaeger.json" --report "$OUT/report.html"
 
 echo "=== 4. how accurate was that? (scored against the trace's ground truth)" >&2
 "$BBPROF" eval "$OUT/result.json" --truth "$OUT/multitier.trace" --max-n 10
 
 echo >&2
-echo "Open $OUT/svg/index.html (or $OUT/svg/pattern-001.svg) to see the patterns;" >&2
-echo "the node that adds the most latency on each path is outlined and shaded red." >&2
 echo "Every request is in $OUT/requests.jaeger.json: open it in the Jaeger UI" >&2
-echo "(Search, then 'JSON File')." >&2
+echo "(Search, then 'JSON File'); one SVG per pattern is in $OUT/svg/." >&2
+echo "The report (one HTML file, works offline): open it in a browser:" >&2
+echo "$(pwd)/$OUT/report.html"

@@ -15,6 +15,9 @@ PACKAGES=(
   # real servers for the end-to-end capture tests (loopback only); nodejs
   # also checks exports against their consumers' definitions (tests/nesting)
   nginx-light redis-server dnsmasq-base memcached nodejs
+  # the HTML report's test in a real headless browser (tests/viz) and the
+  # screenshots in docs/
+  chromium
 )
 
 missing=()

@@ -204,14 +204,27 @@ std::string InlineSvg(const std::string& svg) {
   if (open == std::string::npos) return svg;
   std::string out;
   out.reserve(svg.size() - open);
-  // Drop comments (Graphviz writes one per node and edge) and the
-  // indentation between tags: a page of hundreds of graphs stays smaller.
+  // Drop what a page of hundreds of graphs need not repeat: comments and
+  // <title> elements (Graphviz writes them per node and edge, naming its
+  // ids; tooltips are the xlink:title of their links) and the font family
+  // on every text (the page's style sheet sets it).
+  static constexpr std::string_view kFont =
+      " font-family=\"Helvetica,sans-Serif\"";
   size_t i = open;
   while (i < svg.size()) {
+    std::string_view skip_to;
     if (svg.compare(i, 4, "<!--") == 0) {
-      size_t end = svg.find("-->", i);
+      skip_to = "-->";
+    } else if (svg.compare(i, 7, "<title>") == 0) {
+      skip_to = "</title>";
+    } else if (svg.compare(i, kFont.size(), kFont) == 0) {
+      i += kFont.size();
+      continue;
+    }
+    if (!skip_to.empty()) {
+      size_t end = svg.find(skip_to, i);
       if (end == std::string::npos) break;
-      i = end + 3;
+      i = end + skip_to.size();
       while (i < svg.size() && svg[i] == '\n') ++i;
       continue;
     }

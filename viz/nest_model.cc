@@ -211,7 +211,8 @@ Status ParseCulprit(const json& p, const std::string& path, Pattern* pat) {
   const PatternNode* n = &pat->root;
   for (size_t i = 0; i < steps->size(); ++i) {
     const json& s = (*steps)[i];
-    if (!s.is_number_unsigned() || s.get<uint64_t>() >= n->children.size()) {
+    if (!s.is_number_integer() || s.get<int64_t>() < 0 ||
+        s.get<uint64_t>() >= n->children.size()) {
       return FieldError(Index(cp + ".path", i), "the index of a child",
                         "no such child");
     }

@@ -223,8 +223,8 @@ Result<std::string> PatternDetails(GraphvizSession* gv, const Pattern& p,
     out += "<div class=\"warn\">suspect (" + HtmlEscape(s.kind) +
            "): " + HtmlEscape(s.reason) + "</div>";
   }
-  out +=
-      "<div class=\"graph\">" + InlineSvg(svg) + "</div><div class=\"charts\">";
+  out += "<div class=\"pbody\"><div class=\"graph\">" + InlineSvg(svg) +
+         "</div><div><div class=\"charts\">";
   out += HistogramSvg(p.root.latency_hist,
                       "latency: p50 " + FormatDuration(p.root.p50_s) +
                           ", p90 " + FormatDuration(p.root.p90_s) + ", p99 " +
@@ -242,7 +242,7 @@ Result<std::string> PatternDetails(GraphvizSession* gv, const Pattern& p,
         p.slowest,
         "slowest request (" + FormatDuration(p.slowest.tree.latency_s) + ")");
   }
-  return out + "</div></details>\n";
+  return out + "</div></div></div></details>\n";
 }
 
 std::string LegendSection(double max_s) {

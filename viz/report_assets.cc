@@ -19,8 +19,11 @@ td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
 details.pattern{border:1px solid #ddd;border-radius:4px;margin:10px 0;padding:4px 10px}
 details.pattern>summary{cursor:pointer;font-weight:bold}
 .graph svg{max-width:100%;height:auto}
+.pbody{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.pbody>div{flex:1 1 420px;min-width:0}
 .charts{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
-svg text{font-size:10px;font-family:Helvetica,Arial,sans-serif}
+svg text{font-family:Helvetica,Arial,sans-serif}
+.hist,.waterfall,.scale,#phases-chart{font-size:10px}
 ul.legend li{margin:2px 0}
 .meta{font-family:monospace;font-size:12px;white-space:pre-wrap;word-break:break-all}
 )css";

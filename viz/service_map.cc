@@ -35,7 +35,7 @@ ServiceMap BuildServiceMap(const std::vector<Pattern>& patterns) {
 Result<std::string> RenderServiceMap(GraphvizSession* gv, const ServiceMap& map,
                                      Format format) {
   Canvas cv("service_map");
-  Canvas::Set(cv.g(), "id", "service-map");
+  Canvas::Set(cv.g(), "id", "service_map");
   Canvas::Set(cv.g(), "rankdir", "LR");
   double max_added = 0;
   for (const auto& [name, n] : map.nodes)
@@ -47,7 +47,7 @@ Result<std::string> RenderServiceMap(GraphvizSession* gv, const ServiceMap& map,
     std::string id = "m" + std::to_string(counter++);
     Agnode_t* g = cv.Node(id);
     ids[name] = g;
-    Canvas::Set(g, "id", "map-" + id);
+    Canvas::Set(g, "id", "map_" + id);
     if (!n.called) {
       Canvas::Set(g, "label", EscapeLabel(name));
       Canvas::Set(g, "style", "dashed");
@@ -69,7 +69,7 @@ Result<std::string> RenderServiceMap(GraphvizSession* gv, const ServiceMap& map,
   counter = 0;
   for (const auto& [ends, e] : map.edges) {
     Agedge_t* g = cv.Edge(ids[ends.first], ids[ends.second]);
-    Canvas::Set(g, "id", "map-e" + std::to_string(counter++));
+    Canvas::Set(g, "id", "map_e" + std::to_string(counter++));
     const double mean =
         e.calls > 0 ? e.latency_sum_s / static_cast<double>(e.calls) : 0;
     Canvas::Set(
