@@ -2,6 +2,7 @@
 // `extern const Subcommand kNameCommand;`, include it here and add a row.
 #include "cli/capture_command.h"
 #include "cli/convert_command.h"
+#include "cli/diff_command.h"
 #include "cli/eval_command.h"
 #include "cli/import_command.h"
 #include "cli/nest_command.h"
@@ -26,6 +27,7 @@ std::span<const Subcommand> AllSubcommands() {
       kImportCommand,
       kNestCommand,
       kEvalCommand,
+      kDiffCommand,
       kConvolveCommand,
       kMaketraceCommand,
       kRenderCommand,

@@ -37,6 +37,19 @@ double LogHistogram::mean_s() const {
   return count_ ? sum_ns_ / static_cast<double>(count_) / 1e9 : 0.0;
 }
 
+void LogHistogram::ForEachBin(
+    const std::function<void(double, double, uint64_t)>& f) const {
+  for (const auto& [bin, n] : bins_) {
+    if (bin == 0) {
+      f(0.0, 0.0, n);
+    } else if (bin > 0) {
+      f(std::exp((bin - 1) * kLogStep), std::exp(bin * kLogStep), n);
+    } else {
+      f(-std::exp(-bin * kLogStep), -std::exp((-bin - 1) * kLogStep), n);
+    }
+  }
+}
+
 double LogHistogram::Quantile(double q) const {
   if (count_ == 0) return 0;
   if (q <= 0) return trace::NsToSeconds(min_);

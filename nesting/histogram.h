@@ -6,6 +6,7 @@
 #define BBPROF_NESTING_HISTOGRAM_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct BinnedCounts {
 class LogHistogram {
  public:
   void Add(trace::TimeNs value);
+  // Every non-empty fine bin in ascending order, as f(lo_ns, hi_ns, count):
+  // [lo, hi) for bins of positive values, (lo, hi] for negative ones and
+  // lo == hi == 0 for zero. Two histograms share one grid, so their bins
+  // line up (what the rank test of nesting/diff.h relies on).
+  void ForEachBin(const std::function<void(double, double, uint64_t)>& f) const;
   uint64_t count() const { return count_; }
   double mean_s() const;
   Summary Summarize() const;

@@ -1690,6 +1690,26 @@ class Engine {
 
 }  // namespace
 
+const char* SortKeyName(SortKey key) {
+  switch (key) {
+    case SortKey::kTotalLatency:
+      return "total-latency";
+    case SortKey::kCount:
+      return "count";
+    case SortKey::kMeanLatency:
+      return "mean-latency";
+  }
+  return "total-latency";
+}
+
+std::optional<SortKey> SortKeyFromName(std::string_view name) {
+  for (SortKey k :
+       {SortKey::kTotalLatency, SortKey::kCount, SortKey::kMeanLatency}) {
+    if (name == SortKeyName(k)) return k;
+  }
+  return std::nullopt;
+}
+
 void SortPatterns(std::vector<Pattern>& patterns, SortKey key) {
   auto mean = [](const Pattern& p) {
     return p.count ? p.total_latency_s / static_cast<double>(p.count) : 0.0;
@@ -1723,7 +1743,7 @@ Result<NestingResult> RunNesting(trace::TraceReader& reader,
   }
   Engine engine(reader, params);
   Result<NestingResult> r = engine.Run();
-  if (r.ok()) SortPatterns(r->patterns, SortKey::kCount);
+  if (r.ok()) SortPatterns(r->patterns, r->sort);
   return r;
 }
 
@@ -1739,7 +1759,7 @@ Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
   if (!r.ok()) return r.status();
   d.result = std::move(*r);
   engine.FillDetails(&d);  // indexes patterns in discovery order
-  SortPatterns(d.result.patterns, SortKey::kCount);
+  SortPatterns(d.result.patterns, d.result.sort);
   return d;
 }
 

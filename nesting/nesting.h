@@ -17,7 +17,9 @@
 #define BBPROF_NESTING_NESTING_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -114,6 +116,14 @@ struct PatternNode {
   std::vector<PatternNode> children;  // display order: mean call delay, name
 };
 
+// A reason to doubt that a pattern happened as inferred (nesting/marks.h):
+// kind is a short key ("rare-variant", "high-parallelism"), reason says why
+// in a sentence for people.
+struct Suspect {
+  std::string kind;
+  std::string reason;
+};
+
 // One call of an example request (Pattern::median, slowest): as observed,
 // times relative to the root call, children in call order.
 struct ExampleCall {
@@ -151,6 +161,7 @@ struct Pattern {
   PatternNode root;
   uint64_t count = 0;
   double total_latency_s = 0;
+  std::vector<Suspect> suspects;  // filled by MarkSuspects (nesting/marks.h)
   // The instance whose latency is nearest the median, and the slowest (the
   // earliest of equals), for a waterfall picture.
   Example median, slowest;
@@ -215,16 +226,27 @@ struct NodeClockOffset {
   double offset_s = 0;
   double drift_ppm = 0;
 };
+// How patterns are ranked. Total latency (count x mean) is the default: the
+// paper's "high impact" paths (section 5.4), frequent and slow, so a rare
+// slow path and a frequent fast one both rank below one that is both.
+enum class SortKey { kTotalLatency, kCount, kMeanLatency };
+// "total-latency", "count", "mean-latency" (the --sort values and the result
+// JSON's params.sort).
+const char* SortKeyName(SortKey key);
+std::optional<SortKey> SortKeyFromName(std::string_view name);
 
 struct NestingResult {
   InputStats input;
   Params params;
   std::vector<NodeClockOffset> clock_offsets;  // nonzero ones, by name
   std::vector<EdgeSkew> skew;     // edges given a nonzero window, by name
-  std::vector<Pattern> patterns;  // by count, descending (see SortPatterns)
+  std::vector<Pattern> patterns;  // in the order of `sort` (SortPatterns)
+  SortKey sort = SortKey::kTotalLatency;
+  // Doubts about the whole result, for people (nesting/marks.h): written
+  // to the result JSON's "warnings" and, by nest, to standard error.
+  std::vector<std::string> warnings;
 };
 
-enum class SortKey { kCount, kTotalLatency, kMeanLatency };
 // Orders patterns by the key, descending; ties by the other measures, then
 // by signature, so output is deterministic.
 void SortPatterns(std::vector<Pattern>& patterns, SortKey key);

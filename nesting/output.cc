@@ -97,13 +97,19 @@ std::string FormatSeconds(double s) {
   return buf;
 }
 
-void FindCulprit(const PatternNode& n, const PatternNode** best, double* own) {
+void FindCulpritIn(const PatternNode& n, std::vector<size_t>& at,
+                   Culprit* best) {
   double o = OwnTimeSeconds(n);
-  if (*best == nullptr || o > *own) {
-    *best = &n;
-    *own = o;
+  if (best->node == nullptr || o > best->own_time_s) {
+    best->node = &n;
+    best->own_time_s = o;
+    best->path = at;
   }
-  for (const auto& c : n.children) FindCulprit(c, best, own);
+  for (size_t i = 0; i < n.children.size(); ++i) {
+    at.push_back(i);
+    FindCulpritIn(n.children[i], at, best);
+    at.pop_back();
+  }
 }
 
 void TextNode(const PatternNode& n, int depth, std::ostringstream& out) {
@@ -116,6 +122,14 @@ void TextNode(const PatternNode& n, int depth, std::ostringstream& out) {
 }
 
 }  // namespace
+
+Culprit FindCulprit(const Pattern& pattern) {
+  Culprit c;
+  std::vector<size_t> at;
+  FindCulpritIn(pattern.root, at, &c);
+  c.added_s = c.own_time_s * static_cast<double>(pattern.count);
+  return c;
+}
 
 double OwnTimeSeconds(const PatternNode& node) {
   double lat = node.latency.mean_s();
@@ -187,6 +201,8 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
   p["group_by"] = r.params.group_by_op ? "op" : "node";
   p["op_keys"] = r.params.op_keys;
   p["clients"] = r.params.clients.spec;
+  p["sort"] = SortKeyName(r.sort);
+  j["warnings"] = r.warnings;
   j["patterns"] = nlohmann::ordered_json::array();
   int rank = 0;
   for (const auto& pat : r.patterns) {
@@ -195,6 +211,18 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
     pj["signature"] = pat.signature;
     pj["count"] = pat.count;
     pj["total_latency_s"] = pat.total_latency_s;
+    // The node adding the most absolute time: the largest mean own time.
+    Culprit c = FindCulprit(pat);
+    pj["culprit"] = {{"path", c.path},
+                     {"node", c.node->node},
+                     {"own_time_s", c.own_time_s},
+                     {"added_s", c.added_s}};
+    if (!pat.suspects.empty()) {
+      auto& sj = pj["suspect"];
+      for (const Suspect& s : pat.suspects) {
+        sj.push_back({{"kind", s.kind}, {"reason", s.reason}});
+      }
+    }
     pj["root"] = NodeJson(pat.root, &pat.caller);
     if (pat.count > 0) {
       pj["examples"] = {{"median", ExampleJson(pat.median)},
@@ -239,16 +267,19 @@ std::string ResultToText(const NestingResult& r) {
                   static_cast<unsigned long long>(pat.count),
                   pat.total_latency_s, FormatSeconds(mean).c_str());
     out << buf;
-    const PatternNode* culprit = nullptr;
-    double own = 0;
-    FindCulprit(pat.root, &culprit, &own);
-    if (culprit != nullptr && pat.root.latency.mean_s() > 0) {
+    Culprit culprit = FindCulprit(pat);
+    if (pat.root.latency.mean_s() > 0) {
       std::snprintf(buf, sizeof buf,
-                    "  most time added by %s: %s (%.0f%% of the path's "
-                    "latency)\n",
-                    culprit->node.c_str(), FormatSeconds(own).c_str(),
-                    100.0 * own / pat.root.latency.mean_s());
+                    "  most time added by %s: %s a request (%.0f%% of the "
+                    "path's latency), %s in all\n",
+                    culprit.node->node.c_str(),
+                    FormatSeconds(culprit.own_time_s).c_str(),
+                    100.0 * culprit.own_time_s / pat.root.latency.mean_s(),
+                    FormatSeconds(culprit.added_s).c_str());
       out << buf;
+    }
+    for (const Suspect& s : pat.suspects) {
+      out << "  suspect (" << s.kind << "): " << s.reason << "\n";
     }
     out << "  " << pat.caller << " ->\n";
     TextNode(pat.root, 0, out);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "nesting/nesting.h"
 
@@ -21,6 +22,16 @@ nlohmann::ordered_json ResultToJson(const NestingResult& result);
 // time (latency not accounted for by its children), and the node that adds
 // the most own time named on top.
 std::string ResultToText(const NestingResult& result);
+
+// The node of a pattern that adds the most absolute time: the largest mean
+// own time (OwnTimeSeconds), the first in depth-first order among equals.
+struct Culprit {
+  const PatternNode* node = nullptr;
+  std::vector<size_t> path;  // child indices from the root; empty = root
+  double own_time_s = 0;     // its mean own time per instance
+  double added_s = 0;        // own_time_s x the pattern's count
+};
+Culprit FindCulprit(const Pattern& pattern);
 
 // Own time of a pattern node, from means: its mean latency minus the time
 // covered by its children, where children are laid on the timeline at their

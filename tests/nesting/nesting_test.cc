@@ -581,9 +581,14 @@ TEST(NestingTest, RankingKeys) {
       "4 CALL A C 3\n14 RET C A 3\n");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->patterns.size(), 2u);
-  EXPECT_EQ(r->patterns[0].signature, "A->B");  // count 2 beats count 1
-  SortPatterns(r->patterns, SortKey::kTotalLatency);
+  // The default: total latency, 10 s (A->C once) beats 2 s (A->B twice).
+  EXPECT_EQ(r->sort, SortKey::kTotalLatency);
   EXPECT_EQ(r->patterns[0].signature, "A->C");
+  SortPatterns(r->patterns, SortKey::kCount);
+  EXPECT_EQ(r->patterns[0].signature, "A->B");  // count 2 beats count 1
+  EXPECT_EQ(SortKeyFromName("count"), SortKey::kCount);
+  EXPECT_EQ(SortKeyFromName("total-latency"), SortKey::kTotalLatency);
+  EXPECT_FALSE(SortKeyFromName("p99").has_value());
   SortPatterns(r->patterns, SortKey::kMeanLatency);
   EXPECT_EQ(r->patterns[0].signature, "A->C");
 }

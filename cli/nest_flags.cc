@@ -1,0 +1,197 @@
+#include "cli/nest_flags.h"
+
+#include <cstdio>
+
+#include "trace/pending_calls.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::cli {
+
+void AddNestAnalysisFlags(CommandLine& cl) {
+  nesting::Params defaults;
+  cl.options().add_options()(
+      "penalty-overlap",
+      po::value<double>()->default_value(defaults.penalty_overlap),
+      "overlapping-child penalty exponent x (5.1.1.3)")(
+      "penalty-same", po::value<double>()->default_value(defaults.penalty_same),
+      "same-child penalty exponent y")(
+      "penalty-generic",
+      po::value<double>()->default_value(defaults.penalty_generic),
+      "generic-child penalty exponent z")(
+      "skew-window", po::value<std::string>()->default_value("auto"),
+      "tolerate clock skew between capture points (7.5.6): 'auto' works a "
+      "window out per edge from the trace; SECONDS forces one window (0 = "
+      "none)")(
+      "smooth", po::value<double>()->default_value(defaults.smooth_bins),
+      "smooth scoreboards with a Gaussian of this many bins' sd (0 = off)")(
+      "raw-bin-scores",
+      "score nestings by the raw bin value as the paper does, not by delay "
+      "density")("refine-passes",
+                 po::value<int>()->default_value(defaults.refine_passes),
+                 "passes that re-choose each call's parent knowing all its "
+                 "siblings (0 = the paper's single greedy pass)")(
+      "timeline-passes",
+      po::value<int>()->default_value(defaults.timeline_passes),
+      "passes that re-choose each call's parent by how likely the gaps of its "
+      "parent's timeline become (0 = off)")(
+      "assign", po::value<std::string>()->default_value("model"),
+      "how a call's parent is chosen: 'model' (scoreboards, penalties, "
+      "refinement, timelines) or 'fcfs' (the oldest call into its node still "
+      "open; a baseline)")(
+      "bin-base", po::value<double>()->default_value(defaults.bin_base),
+      "log base of the scoreboard bins")(
+      "skip-bad-lines",
+      "skip and count malformed trace lines instead of stopping")(
+      "max-pending-calls",
+      po::value<std::string>()->default_value(
+          std::to_string(trace::kDefaultMaxPendingCalls)),
+      "calls waiting for their return kept at once while pairing; beyond, the "
+      "oldest is dropped as unmatched (pending_calls_evicted; 0: no limit)");
+  // Operations, client folding and node names (issue 14).
+  cl.options().add_options()(
+      "group-by", po::value<std::string>()->default_value("op"),
+      "split patterns by node and operation (op), or by node only (node)")(
+      "op-keys", po::value<std::string>()->default_value("off"),
+      "key scoreboards and timeline edges by operation as well as node: on or "
+      "off (off: measured better on real traffic, docs/nesting.md)")(
+      "clients", po::value<std::string>()->default_value("fold"),
+      "external clients (callers never called): fold into 'clients', keep, "
+      "cidr:/N[,/M] or cidr:BLOCK,...");
+  AddNamingFlags(cl, /*capture=*/false);
+}
+
+std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
+                                          NestSetup* out) {
+  nesting::Params& params = out->params;
+  params.penalty_overlap = cl.Get<double>("penalty-overlap");
+  params.penalty_same = cl.Get<double>("penalty-same");
+  params.penalty_generic = cl.Get<double>("penalty-generic");
+  params.smooth_bins = cl.Get<double>("smooth");
+  params.bin_base = cl.Get<double>("bin-base");
+  params.raw_bin_scores = cl.Has("raw-bin-scores");
+  params.refine_passes = cl.Get<int>("refine-passes");
+  if (params.refine_passes < 0 || params.refine_passes > 100) {
+    return cl.UsageError("--refine-passes must be between 0 and 100");
+  }
+  params.timeline_passes = cl.Get<int>("timeline-passes");
+  if (params.timeline_passes < 0 || params.timeline_passes > 100) {
+    return cl.UsageError("--timeline-passes must be between 0 and 100");
+  }
+  const std::string skew = cl.Get<std::string>("skew-window");
+  params.skew_auto = skew == "auto";
+  if (!params.skew_auto) {
+    if (!trace::ParseSecondsFlag(skew, &params.skew_window)) {
+      return cl.UsageError("--skew-window '" + skew + "' " +
+                           trace::FlagSecondsError(skew) + " (or 'auto')");
+    }
+    if (params.skew_window < 0) {
+      return cl.UsageError(
+          "--skew-window must be 'auto' or a non-negative number of seconds, "
+          "not '" +
+          skew + "'");
+    }
+  }
+  const std::string assign = cl.Get<std::string>("assign");
+  if (assign != "model" && assign != "fcfs") {
+    return cl.UsageError("--assign must be model or fcfs, not '" + assign +
+                         "'");
+  }
+  params.assign =
+      assign == "fcfs" ? nesting::Assign::kFcfs : nesting::Assign::kModel;
+  if (params.smooth_bins < 0) return cl.UsageError("--smooth must be >= 0");
+  if (!(params.bin_base > 1.0 && params.bin_base <= 2.0)) {
+    return cl.UsageError("--bin-base must be in (1, 2]");
+  }
+  const std::string group_by = cl.Get<std::string>("group-by");
+  if (group_by != "op" && group_by != "node") {
+    return cl.UsageError("--group-by must be op or node, not '" + group_by +
+                         "'");
+  }
+  params.group_by_op = group_by == "op";
+  const std::string op_keys = cl.Get<std::string>("op-keys");
+  if (op_keys != "on" && op_keys != "off") {
+    return cl.UsageError("--op-keys must be on or off, not '" + op_keys + "'");
+  }
+  params.op_keys = op_keys == "on";
+  if (std::string why =
+          ParseClientsFlag(cl.Get<std::string>("clients"), &params.clients);
+      !why.empty()) {
+    return cl.UsageError(why);
+  }
+  if (auto rc =
+          ParseLimitFlag(cl, "max-pending-calls", &params.max_pending_calls)) {
+    return *rc;
+  }
+  if (auto rc = ParseNamingFlags(cl, /*capture=*/false, &out->naming))
+    return *rc;
+  out->reader.skip_bad_lines = cl.Has("skip-bad-lines");
+  out->reader.numeric_ids = true;
+  return std::nullopt;
+}
+
+Result<nesting::NestingResult> NestInput(const CommandLine& cl,
+                                         const std::string& path,
+                                         const NestSetup& setup,
+                                         nesting::DetailedResult* detail,
+                                         bool labels) {
+  auto reader = OpenNamedInput(path, setup.reader, setup.naming);
+  if (!reader.ok()) return reader.status();
+  Result<nesting::NestingResult> result = Status::Error("nest: not run");
+  if (detail != nullptr) {
+    nesting::DetailOptions dopts;
+    dopts.call_labels = labels;
+    auto d = nesting::RunNestingDetailed(**reader, setup.params, dopts);
+    if (!d.ok()) return d.status();
+    *detail = std::move(*d);
+    result = detail->result;
+  } else {
+    result = nesting::RunNesting(**reader, setup.params);
+  }
+  if (!result.ok()) return result.status();
+  if ((*reader)->bad_lines_skipped() > 0) {
+    Inform(cl, "skipped " + std::to_string((*reader)->bad_lines_skipped()) +
+                   " malformed lines (first: " +
+                   (*reader)->first_bad_line_error() + ")");
+  }
+  for (const nesting::NodeClockOffset& o : result->clock_offsets) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "clock skew: %s stamps %+.6f s off (mid-trace), drifting "
+                  "%+.1f ppm; corrected",
+                  o.node.c_str(), o.offset_s, o.drift_ppm);
+    Inform(cl, line);
+  }
+  for (const nesting::EdgeSkew& e : result->skew) {
+    char line[256];
+    std::snprintf(
+        line, sizeof line,
+        "clock skew: calls %s -> %s get a window of %.6f s at the start and "
+        "%.6f s at the end (%llu of %llu not enclosed without one)",
+        e.caller.c_str(), e.callee.c_str(), e.start_window_s, e.end_window_s,
+        static_cast<unsigned long long>(e.missed),
+        static_cast<unsigned long long>(e.children));
+    Inform(cl, line);
+  }
+  WarnIfNodesFolded(cl, (*reader)->nodes());
+  if (result->input.pending_calls_evicted > 0) {
+    Warn(cl, std::to_string(result->input.pending_calls_evicted) +
+                 " calls were still waiting for their return past "
+                 "--max-pending-calls " +
+                 std::to_string(setup.params.max_pending_calls) +
+                 ": the oldest were dropped as unmatched (raise "
+                 "--max-pending-calls)");
+  }
+  if (result->input.messages == 0) {
+    return Status::Error(result->input.path + ": the trace has no messages");
+  }
+  if (result->input.call_pairs == 0) {
+    return Status::Error(
+        result->input.path +
+        ": no CALL has a matching RET, so there is nothing to nest "
+        "(for free-form MSG traffic use 'bbprof convolve')");
+  }
+
+  return result;
+}
+
+}  // namespace bbprof::cli

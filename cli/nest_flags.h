@@ -1,0 +1,42 @@
+// The analysis flags of `nest` (penalties, skew, scoring, passes, grouping,
+// clients, node names, bad lines) and the one way to nest an input with
+// them, shared by `nest` and `diff` so that `diff` analyses two traces with
+// the parameters `nest` would use.
+#ifndef BBPROF_CLI_NEST_FLAGS_H_
+#define BBPROF_CLI_NEST_FLAGS_H_
+
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "cli/command_line.h"
+#include "cli/naming_flags.h"
+#include "nesting/nesting.h"
+#include "trace/reader.h"
+
+namespace bbprof::cli {
+
+struct NestSetup {
+  nesting::Params params;
+  NamingFlags naming;
+  trace::ReaderOptions reader;
+};
+
+void AddNestAnalysisFlags(CommandLine& cl);
+
+// Reads the flags into *out. Returns an exit code on a bad flag (2) or an
+// unreadable names file (1), nullopt when all is well.
+std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
+                                          NestSetup* out);
+
+// Opens `path` (a trace or a capture, cli/analysis_input.h) and nests it;
+// tells (unless --quiet) of skipped lines and skew windows. An input with no
+// messages or no call pairs is an error. With `detail`, the run keeps every
+// call (and, with `labels`, its callid and op) there too.
+Result<nesting::NestingResult> NestInput(
+    const CommandLine& cl, const std::string& path, const NestSetup& setup,
+    nesting::DetailedResult* detail = nullptr, bool labels = false);
+
+}  // namespace bbprof::cli
+
+#endif  // BBPROF_CLI_NEST_FLAGS_H_
