@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/atomic_file.h"
+#include "nesting/marks.h"
 #include "viz/charts.h"
 #include "viz/convolution_graph.h"
 #include "viz/graphviz.h"
@@ -21,9 +22,6 @@ namespace {
 
 using nlohmann::json;
 
-// Parallelism at and above which docs/nesting.md measured poor accuracy
-// (Figure 12 of the paper: accuracy falls with per-node parallelism).
-constexpr double kHighParallelism = 4.0;
 
 std::string Td(const std::string& text) {
   return "<td>" + HtmlEscape(text) + "</td>";
@@ -92,9 +90,11 @@ std::string InputSection(const json& doc,
                  : "requests never finished and are left out"));
       }
     }
+    // Results made since nest marks its doubts carry them in "warnings"
+    // (read above); an older result gets the same parallelism rule here.
     if (auto p = in->find("mean_parallelism");
-        p != in->end() && p->is_number() &&
-        p->get<double>() >= kHighParallelism) {
+        !doc.contains("warnings") && p != in->end() && p->is_number() &&
+        p->get<double>() >= nesting::kHighParallelism) {
       warnings.push_back("mean per-node parallelism " +
                          Printf("%.2g", p->get<double>()) +
                          " is where docs/nesting.md measured poor accuracy: "
