@@ -67,7 +67,7 @@ int Run(std::span<const std::string> args) {
   cl.options().add_options()
       ("json", po::value<std::string>(), "write the diff as JSON to FILE ('-' = standard output)")
       ("html", po::value<std::string>(), "also write an HTML page with each pattern's graph, nodes filled by their significant change (docs/viz.md)")
-      ("alpha", po::value<double>()->default_value(0.05), "family-wise error rate: the chance that any reported change is a false alarm")
+      ("alpha", po::value<double>()->default_value(0.05, "0.05"), "family-wise error rate: the chance that any reported change is a false alarm")
       ("min-samples", po::value<uint64_t>()->default_value(10), "fewest instances on each side for a latency test")
       ("top", po::value<int>()->default_value(0), "report only the first N patterns of the text and the page (0 = all)");
   // clang-format on

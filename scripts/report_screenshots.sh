@@ -2,7 +2,9 @@
 # Takes the report screenshots of docs/img/ with Debian's headless chromium:
 # the demo's trace (samples/multitier-added-delay.conf, seed 1), nested and
 # ranked by total latency, its report cut into views (the top of the page,
-# one pattern's section, the phases). Usage: scripts/report_screenshots.sh
+# one pattern's section, the phases); and the diff view of
+# multitier-normal against it (seed 1 both). Usage:
+# scripts/report_screenshots.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BBPROF="$(pwd)/build/release/cli/bbprof"
@@ -36,4 +38,7 @@ shot() {  # NAME WIDTH,HEIGHT PAGE
 shot report-overview 1200,1500 "$TMP/report.html"
 shot report-pattern 1200,1000 "$TMP/pattern.html"
 shot report-phases 1200,420 "$TMP/phases.html"
-ls -l docs/img/report-*.png
+"$BBPROF" maketrace -q samples/multitier-normal.conf -o "$TMP/normal.trace" --seed 1
+"$BBPROF" diff -q "$TMP/normal.trace" "$TMP/multitier.trace" --top 2 --html "$TMP/diff.html" >/dev/null
+shot diff-view 1200,1100 "$TMP/diff.html"
+ls -l docs/img/report-*.png docs/img/diff-*.png
