@@ -7,20 +7,13 @@
 #include <regex>
 
 #include "tests/util/temp_dir.h"
+#include "tests/viz/test_data.h"
 #include "viz/charts.h"
 #include "viz/nest_model.h"
 #include "viz/service_map.h"
 
 namespace bbprof::viz {
 namespace {
-
-using bbprof::testing::ReadFile;
-
-const std::string kData = std::string(BBPROF_SOURCE_DIR) + "/tests/viz/data/";
-
-nlohmann::json Load(const std::string& name) {
-  return nlohmann::json::parse(ReadFile(kData + name));
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;

@@ -8,17 +8,10 @@
 #include <string>
 
 #include "tests/util/temp_dir.h"
+#include "tests/viz/test_data.h"
 
 namespace bbprof::viz {
 namespace {
-
-using bbprof::testing::ReadFile;
-
-const std::string kData = std::string(BBPROF_SOURCE_DIR) + "/tests/viz/data/";
-
-nlohmann::json Load(const std::string& name) {
-  return nlohmann::json::parse(ReadFile(kData + name));
-}
 
 std::string ErrorOf(const nlohmann::json& doc) {
   Status s = ValidateResult(doc);
