@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "nesting/marks.h"
 #include "nesting/output.h"
@@ -130,12 +131,14 @@ json Node(const std::string& name, double latency, double delay, json children,
           {"children", children}};
 }
 
-json Doc(json patterns) {
+// A vector, not a json: `{one_pattern}` as a json is that pattern itself
+// under clang (a one-element brace list copies), an array under gcc.
+json Doc(const std::vector<json>& patterns) {
   return {
       {"tool", "bbprof nest"},
       {"input",
        {{"path", "x.trace"}, {"duration_s", 10.0}, {"mean_parallelism", 1.2}}},
-      {"patterns", patterns}};
+      {"patterns", json(patterns)}};
 }
 
 // Patterns match by shape whatever their display order; nodes by position
