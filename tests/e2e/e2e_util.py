@@ -56,6 +56,64 @@ def stop(proc, sig=signal.SIGTERM):
         proc.wait()
 
 
+def _process_state(pid):
+    """What the kernel says a process is doing: its state and where it
+    sleeps, for a failure message about a process that did not start."""
+    parts = []
+    for name in ("wchan", "stack"):
+        try:
+            with open("/proc/%d/%s" % (pid, name)) as f:
+                text = f.read().strip()
+            if text:
+                parts.append("%s: %s" % (name, text.replace("\n", " | ")[:600]))
+        except OSError:
+            pass
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            parts += [l.strip() for l in f if l.startswith(("State:", "VmRSS:"))]
+    except OSError:
+        pass
+    return "; ".join(parts)
+
+
+def start_capture(argv, err_path, timeout=60.0):
+    """Starts a live `bbprof capture` (argv) with its standard error in
+    err_path and waits for its "listening on" line, as a script starting
+    load after tcpdump would. The file is read through a handle of its own:
+    one shared with the child would share its file offset, and a seek could
+    race the child's write. Fails with the exit status, or with the state of
+    a process that is still silent after `timeout` seconds (generous: an
+    ASan build on a loaded 2-core machine starts slowly)."""
+    start = time.monotonic()
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+    while True:
+        with open(err_path) as f:
+            log = f.read()
+        if "listening on" in log:
+            return proc
+        if proc.poll() is not None:
+            fail("bbprof capture exited with status %s after %.1f s before listening: %r"
+                 % (proc.returncode, time.monotonic() - start, log))
+        if time.monotonic() - start > timeout:
+            state = _process_state(proc.pid)
+            stop(proc, signal.SIGKILL)
+            fail("bbprof capture did not say it was listening within %.0f s (%s): %r"
+                 % (timeout, state, log))
+        time.sleep(0.05)
+
+
+def finish_capture(proc, err_path):
+    """Stops a capture as a person would (SIGINT), fails unless it exited 0,
+    and returns its standard error."""
+    stop(proc, signal.SIGINT)
+    with open(err_path) as f:
+        log = f.read()
+    if proc.returncode != 0:
+        fail("bbprof capture exited %d: %s" % (proc.returncode, log))
+    return log
+
+
 # The start of an nginx configuration that keeps every file in the run's work
 # folder; the caller appends the rest of the http block and closes it.
 NGINX_PREAMBLE = """

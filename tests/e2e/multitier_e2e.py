@@ -32,7 +32,6 @@ import json
 import random
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -41,7 +40,8 @@ import threading
 import time
 import http.client
 
-from e2e_util import NGINX_PREAMBLE, fail, find, skip, stop, wait_port
+from e2e_util import (NGINX_PREAMBLE, fail, find, finish_capture, skip, start_capture,
+                      stop, wait_port)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NET = "127.%d.%d" % (random.SystemRandom().randint(20, 250), random.SystemRandom().randint(0, 255))
@@ -140,21 +140,11 @@ def main():
             f.write("# the tiers of the end-to-end test\n%s client\n%s nginx\n%s app\n%s redis\n"
                     % (CLIENT, NGINX, APP, REDIS))
         trace = os.path.join(work, "live.bbt")
-        cap_err = open(os.path.join(work, "capture.err"), "w+")
-        procs["capture"] = subprocess.Popen(
-            [bbprof, "capture", "-i", "lo", "--names", names, "-o", trace,
-             "--capture-host", "lo-test", "net", NET + ".0/24"],
-            stdout=subprocess.DEVNULL, stderr=cap_err)
+        cap_err = os.path.join(work, "capture.err")
         # bbprof says "listening on lo" once packets are being captured.
-        end = time.monotonic() + 15
-        while True:
-            cap_err.seek(0)
-            if "listening on lo" in cap_err.read():
-                break
-            if procs["capture"].poll() is not None or time.monotonic() > end:
-                cap_err.seek(0)
-                fail("bbprof capture did not start: " + cap_err.read())
-            time.sleep(0.05)
+        procs["capture"] = start_capture(
+            [bbprof, "capture", "-i", "lo", "--names", names, "-o", trace,
+             "--capture-host", "lo-test", "net", NET + ".0/24"], cap_err)
 
         counts, errors = {}, []
         stop_at = time.monotonic() + LOAD_SECONDS
@@ -172,11 +162,7 @@ def main():
         if requests < 40:
             fail("only %d requests in %.0f s" % (requests, LOAD_SECONDS))
 
-        stop(procs["capture"], signal.SIGINT)
-        cap_err.seek(0)
-        cap_log = cap_err.read()
-        if procs["capture"].returncode != 0:
-            fail("bbprof capture exited %d: %s" % (procs["capture"].returncode, cap_log))
+        cap_log = finish_capture(procs["capture"], cap_err)
         if "kernel_drops 0" not in cap_log:
             print("note: the kernel dropped packets:\n" + cap_log)
 

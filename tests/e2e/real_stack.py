@@ -49,7 +49,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -57,7 +56,8 @@ import tempfile
 import threading
 import time
 
-from e2e_util import NGINX_PREAMBLE, fail, find, skip, stop, wait_port
+from e2e_util import (NGINX_PREAMBLE, fail, find, finish_capture, skip, start_capture,
+                      stop, wait_port)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _rng = random.SystemRandom()
@@ -227,29 +227,16 @@ def capture(bbprof, work, name, load):
         for k, ip in IP.items():
             f.write("%s %s\n" % (ip, k))
     trace = os.path.join(work, name + ".trace")
-    err = open(os.path.join(work, name + ".capture.err"), "w+")
-    p = subprocess.Popen([bbprof, "capture", "-i", "lo", "--names", names, "-o", trace,
-                          "--truth-header", "X-Request-Id", "net", NET + ".0/24"],
-                         stdout=subprocess.DEVNULL, stderr=err)
-    end = time.monotonic() + 15
-    while True:
-        err.seek(0)
-        if "listening on lo" in err.read():
-            break
-        if p.poll() is not None or time.monotonic() > end:
-            err.seek(0)
-            stop(p)
-            fail("bbprof capture did not start: " + err.read())
-        time.sleep(0.05)
+    err = os.path.join(work, name + ".capture.err")
+    p = start_capture([bbprof, "capture", "-i", "lo", "--names", names, "-o", trace,
+                       "--truth-header", "X-Request-Id", "net", NET + ".0/24"], err)
     try:
         out = load()
         time.sleep(0.3)  # the last packets reach the capture
-    finally:
-        stop(p, signal.SIGINT)
-    err.seek(0)
-    log = err.read()
-    if p.returncode != 0:
-        fail("bbprof capture exited %d: %s" % (p.returncode, log))
+    except BaseException:
+        stop(p)
+        raise
+    log = finish_capture(p, err)
     if "kernel_drops 0" not in log:
         print("note: %s: the kernel dropped packets" % name)
     return trace, out
