@@ -115,7 +115,8 @@ class Search {
     const int xi = AddVertex(i);
     std::map<trace::NodeId, std::vector<trace::TimeNs>> by_dest;
     const MessageSet::Sent& sent = m_.by_sender[i];
-    for (size_t k = 0; k < sent.size(); ++k) by_dest[sent.to[k]].push_back(sent.ts[k]);
+    for (size_t k = 0; k < sent.size(); ++k)
+      by_dest[sent.to[k]].push_back(sent.ts[k]);
     for (auto& [j, v] : by_dest) {
       if (v.size() < p_.min_count) {
         ++graph_.suppressed_rare;
@@ -126,7 +127,8 @@ class Search {
       std::vector<std::pair<trace::NodeId, trace::NodeId>> on_path{{i, j}};
       std::vector<int> path{xi, xj};
       std::vector<double> delays{0.0};
-      Process(j, v, on_path, path, delays, v.size());
+      Process(j, v, on_path, path, delays, v.size(), /*inherited=*/0.0,
+              /*widened=*/false);
     }
   }
 
@@ -157,11 +159,13 @@ class Search {
   }
 
   // Figure 6, ProcessNode(j, x_j, V): V are the (sorted) timestamps of the
-  // messages into j on this path; x_j is path.back().
+  // messages into j on this path; x_j is path.back(); `inherited` of them
+  // are expected to be other instances' messages (internal::ChanceMembers);
+  // `widened`: some window on the path before j was wider than the paper's.
   void Process(trace::NodeId j, const std::vector<trace::TimeNs>& v,
                std::vector<std::pair<trace::NodeId, trace::NodeId>>& on_path,
                std::vector<int>& path, std::vector<double>& delays,
-               uint64_t last_count) {
+               uint64_t last_count, double inherited, bool widened) {
     const int xj = path.back();
     const auto& z = m_.by_sender[j];
     bool extended = false;
@@ -174,8 +178,8 @@ class Search {
             internal::CausalSpikes(c, lag_, p_.spikes);
         windows = internal::MatchWindows(c, lag_, spikes, p_);
       }
-      graph_.widest_tolerance_ns = std::max(
-          graph_.widest_tolerance_ns, internal::WidestTolerance(windows));
+      graph_.widest_tolerance_ns = std::max(graph_.widest_tolerance_ns,
+                                            internal::WidestTolerance(windows));
       ++graph_.correlations;
       // Strongest spikes claim their messages first, so one message is
       // caused at most once.
@@ -200,10 +204,25 @@ class Search {
       // level for every message the node sent.
       std::vector<int>().swap(claimed);
       std::vector<trace::TimeNs>().swap(diff);
+      // Section 5.2.3's chance filter, with what V's own chance members
+      // carry once the path has left the paper's windows (internal::Carried).
+      const bool carry = widened || internal::Widened(windows, p_.quantum_ns);
+      const trace::TimeNs duration = m_.last_ns - m_.first_ns;
+      std::vector<std::pair<uint64_t, double>> expected;
+      for (const auto& [k, g] : groups) {
+        expected.emplace_back(
+            g.caused.count,
+            internal::ExpectedByChance(g.caused, windows, m_.sent_to[j].at(k),
+                                       v.size(), duration, p_));
+      }
+      const double carried =
+          carry ? internal::Carried(inherited, expected, v.size()) : 0.0;
+      size_t gi = 0;
       for (auto& [k, g] : groups) {
+        const uint64_t sent_jk = m_.sent_to[j].at(k);
+        const double chance = expected[gi++].second + carried;
         if (g.w.size() < p_.min_count ||
-            !internal::AboveChance(g.caused, windows, m_.sent_to[j].at(k),
-                                   v.size(), m_.last_ns - m_.first_ns, p_)) {
+            !internal::AboveChance(g.caused.count, chance, p_)) {
           ++graph_.suppressed_rare;
           continue;
         }
@@ -218,7 +237,10 @@ class Search {
         path.push_back(xk);
         delays.push_back(ds.front().delay_s);
         extended = true;
-        Process(k, g.w, on_path, path, delays, g.w.size());
+        Process(k, g.w, on_path, path, delays, g.w.size(),
+                internal::ChanceMembers(g.caused, windows, sent_jk, v.size(),
+                                        duration, carried, p_),
+                carry);
         delays.pop_back();
         path.pop_back();
         on_path.pop_back();
@@ -269,13 +291,14 @@ std::string ResultJson(const TraceSummary& msgs, const Params& params,
       {"path", input_path},
       {"messages", msgs.messages},
       {"duration_s", trace::NsToSeconds(msgs.last_ns - msgs.first_ns)}};
-  j["params"] = {{"quantum_s", trace::NsToSeconds(params.quantum_ns)},
-                 {"spike_sigma", params.spikes.spike_sigma},
-                 {"valley_sigma", params.spikes.valley_sigma},
-                 {"variance_s", trace::NsToSeconds(UsedTolerance(params, graph))},
-                 {"max_delay_s", trace::NsToSeconds(params.max_delay_ns)},
-                 {"min_count", params.min_count},
-                 {"max_depth", params.max_depth}};
+  j["params"] = {
+      {"quantum_s", trace::NsToSeconds(params.quantum_ns)},
+      {"spike_sigma", params.spikes.spike_sigma},
+      {"valley_sigma", params.spikes.valley_sigma},
+      {"variance_s", trace::NsToSeconds(UsedTolerance(params, graph))},
+      {"max_delay_s", trace::NsToSeconds(params.max_delay_ns)},
+      {"min_count", params.min_count},
+      {"max_depth", params.max_depth}};
   j["roots"] = graph.roots;
   ordered_json vs = ordered_json::array();
   for (const Vertex& v : graph.vertices) {

@@ -205,6 +205,12 @@ std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
   return out;
 }
 
+bool Widened(std::span<const MatchWindow> windows, trace::TimeNs quantum_ns) {
+  return std::any_of(windows.begin(), windows.end(), [&](const MatchWindow& w) {
+    return w.hi - w.lo > 2 * quantum_ns;
+  });
+}
+
 trace::TimeNs WidestTolerance(std::span<const MatchWindow> windows) {
   trace::TimeNs w = 0;
   for (const MatchWindow& x : windows)
@@ -244,14 +250,14 @@ void ClaimCaused(std::span<const trace::TimeNs> z,
   }
 }
 
-bool AboveChance(const CausedGroup& g, std::span<const MatchWindow> windows,
-                 uint64_t sent_jk, uint64_t v_count, trace::TimeNs duration_ns,
-                 const Params& p) {
-  // In busy traffic some messages j->k fall within the tolerance of a spike
-  // by chance.  With n_k messages j->k spread over the trace, each incoming
-  // message matches a window of hi - lo + mu per spike (2v + mu with a fixed
-  // v); keep the set only when it stands N Poisson deviations above that
-  // chance count.
+namespace {
+
+// |V| w / T: the share of the trace the group's windows cover, w summed over
+// the spikes that claimed its messages (hi - lo + mu each: 2v + mu with a
+// fixed v).
+double WindowCover(const CausedGroup& g, std::span<const MatchWindow> windows,
+                   uint64_t v_count, trace::TimeNs duration_ns,
+                   const Params& p) {
   const double duration =
       static_cast<double>(std::max<trace::TimeNs>(duration_ns, p.quantum_ns));
   double window = 0;
@@ -260,13 +266,47 @@ bool AboveChance(const CausedGroup& g, std::span<const MatchWindow> windows,
     const MatchWindow& w = windows[static_cast<size_t>(s)];
     window += static_cast<double>(w.hi - w.lo + p.quantum_ns);
   }
-  // A given j->k message is hit by at least one of the |V| windows with
-  // probability 1 - exp(-|V| window / T).
-  const double chance =
-      static_cast<double>(sent_jk) *
-      -std::expm1(-static_cast<double>(v_count) * window / duration);
-  return !(static_cast<double>(g.count) <
-           chance + p.spikes.spike_sigma * std::sqrt(chance));
+  return static_cast<double>(v_count) * window / duration;
+}
+
+}  // namespace
+
+double ExpectedByChance(const CausedGroup& g,
+                        std::span<const MatchWindow> windows, uint64_t sent_jk,
+                        uint64_t v_count, trace::TimeNs duration_ns,
+                        const Params& p) {
+  // In busy traffic some messages j->k fall within the tolerance of a spike
+  // by chance: a given one is hit by at least one of the |V| windows with
+  // probability 1 - exp(-|V| w / T).
+  return static_cast<double>(sent_jk) *
+         -std::expm1(-WindowCover(g, windows, v_count, duration_ns, p));
+}
+
+bool AboveChance(uint64_t count, double expected, const Params& p) {
+  return !(static_cast<double>(count) <
+           expected + p.spikes.spike_sigma * std::sqrt(expected));
+}
+
+double Carried(double inherited,
+               std::span<const std::pair<uint64_t, double>> count_expected,
+               uint64_t v_count) {
+  if (inherited <= 0 || v_count == 0) return 0;
+  double yield = 0;
+  for (const auto& [count, expected] : count_expected)
+    yield = std::max(yield, static_cast<double>(count) - expected);
+  return inherited * std::min(1.0, yield / static_cast<double>(v_count));
+}
+
+double ChanceMembers(const CausedGroup& g, std::span<const MatchWindow> windows,
+                     uint64_t sent_jk, uint64_t v_count,
+                     trace::TimeNs duration_ns, double carried,
+                     const Params& p) {
+  if (!p.spread_windows) return 0;
+  const double n = static_cast<double>(g.count);
+  const double unclaimed = std::max(0.0, static_cast<double>(sent_jk) - n);
+  const double own =
+      unclaimed * std::expm1(WindowCover(g, windows, v_count, duration_ns, p));
+  return std::min(n, own + carried);
 }
 
 std::vector<DelaySpike> EdgeDelays(const CausedGroup& g) {

@@ -75,6 +75,9 @@ std::vector<MatchWindow> MatchWindows(std::span<const double> c, int64_t lag,
                                       std::span<const Spike> spikes,
                                       const Params& p);
 
+// Whether some window is wider than the paper's d +- one quantum.
+bool Widened(std::span<const MatchWindow> windows, trace::TimeNs quantum_ns);
+
 // The widest half-window (max of delay - lo and hi - delay) among windows.
 trace::TimeNs WidestTolerance(std::span<const MatchWindow> windows);
 
@@ -103,15 +106,45 @@ struct CausedGroup {
   }
 };
 
-// Section 5.2.3, noise and accidentally short paths: whether the group
-// stands N Poisson deviations above the number of j->k messages
-// (`sent_jk` in all) that |V| = v_count windows would catch by chance over
-// a trace of duration_ns.
-// windows: those the group's messages were claimed by (indexed as in
-// CausedGroup::per_spike).
-bool AboveChance(const CausedGroup& g, std::span<const MatchWindow> windows,
-                 uint64_t sent_jk, uint64_t v_count, trace::TimeNs duration_ns,
-                 const Params& p);
+// Section 5.2.3, noise and accidentally short paths: the number of j->k
+// messages (`sent_jk` in all) that |V| = v_count windows catch by chance
+// over a trace of duration_ns.  windows: those the group's messages were
+// claimed by (indexed as in CausedGroup::per_spike).
+double ExpectedByChance(const CausedGroup& g,
+                        std::span<const MatchWindow> windows, uint64_t sent_jk,
+                        uint64_t v_count, trace::TimeNs duration_ns,
+                        const Params& p);
+
+// Whether a group of `count` messages stands N Poisson deviations above
+// `expected`, what needs no causal chain from this path's root: the chance
+// count (ExpectedByChance) plus what V's chance members cause (Carried).
+bool AboveChance(uint64_t count, double expected, const Params& p);
+
+// What the `inherited` members of V that came by chance (other instances'
+// messages that earlier claims took in, ChanceMembers) cause into any one
+// destination.  Each is a real message of another instance, whose effects
+// follow it at the delays of its own path, as this path's members' do: each
+// member is taken to bring as many messages into the windows as the best
+// group of this vertex gets per member of V above chance, max over k of
+// (|g_k| - expected_k) / |V|, at most one.  This is what lets a path follow
+// a concurrent instance's messages (a reply to the other web server) without
+// a single correlation showing it.
+double Carried(double inherited,
+               std::span<const std::pair<uint64_t, double>> count_expected,
+               uint64_t v_count);
+
+// The members of a kept group j->k expected to be other instances' messages:
+// those of the group that came by chance, plus those V's chance members
+// caused (carried), at most the group's size.  Of the sent_jk - |g| messages
+// j->k no window claimed, none caused by V, a share P = 1 - exp(-|V| w / T)
+// falls in some window by chance, so the group holds (sent_jk - |g|) P /
+// (1 - P) = (sent_jk - |g|) expm1(|V| w / T) of them.  With a fixed
+// tolerance (!p.spread_windows, the paper's rule as published) nothing is
+// inherited: 0.
+double ChanceMembers(const CausedGroup& g, std::span<const MatchWindow> windows,
+                     uint64_t sent_jk, uint64_t v_count,
+                     trace::TimeNs duration_ns, double carried,
+                     const Params& p);
 
 // An edge's delays: one per claiming spike, the mean observed delay of its
 // messages, declining count.

@@ -35,9 +35,7 @@ namespace {
 using trace::NodeId;
 using trace::TimeNs;
 
-int64_t FloorDiv(int64_t a, int64_t b) {
-  return a / b - ((a % b) < 0 ? 1 : 0);
-}
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b) < 0 ? 1 : 0); }
 
 struct Msg {
   TimeNs ts;
@@ -112,7 +110,8 @@ class Spool {
     return Status::Ok();
   }
   Status Rewind() {
-    if (::lseek(fd_, 0, SEEK_SET) != 0) return Error("cannot rewind the spool file");
+    if (::lseek(fd_, 0, SEEK_SET) != 0)
+      return Error("cannot rewind the spool file");
     buf_.clear();
     pos_ = 0;
     return Status::Ok();
@@ -179,7 +178,7 @@ struct Cost {
 struct Candidate {
   internal::CausedGroup caused;  // messages in owned windows only
   Cost cost;
-  std::vector<TimeNs> w;         // claimed times within the current window
+  std::vector<TimeNs> w;  // claimed times within the current window
 };
 
 // A vertex of the path tree.  Built breadth first; numbered depth first at
@@ -187,13 +186,15 @@ struct Candidate {
 struct Task {
   int parent = -1;
   NodeId node = 0;
-  int level = 0;       // hops from the root
-  uint64_t count = 0;  // |V|: messages into node on this path
+  int level = 0;         // hops from the root
+  uint64_t count = 0;    // |V|: messages into node on this path
+  double inherited = 0;  // of them, expected other instances' (ChanceMembers)
+  bool widened = false;  // a window before node on the path was widened
   std::vector<DelaySpike> delays;  // of the edge into this vertex
   bool correlates = false;
   Cost cost;
   CorrelationMethod method = CorrelationMethod::kSparse;
-  std::vector<internal::MatchWindow> windows;  // claim order
+  std::vector<internal::MatchWindow> windows;    // claim order
   std::vector<std::pair<NodeId, int>> children;  // (destination, task)
   // Per pass:
   std::vector<TimeNs> v;  // V within the current window
@@ -250,13 +251,15 @@ class StreamSearch {
       level = AtLevel(l, true);
       if (level.empty()) break;
       // Correlations, as many arrays at once as the budget allows.
-      const uint64_t bytes = sizeof(double) * static_cast<uint64_t>(2 * lag_ + 1);
-      const size_t batch =
-          std::max<uint64_t>(1, o_.correlation_bytes / std::max<uint64_t>(1, bytes));
+      const uint64_t bytes =
+          sizeof(double) * static_cast<uint64_t>(2 * lag_ + 1);
+      const size_t batch = std::max<uint64_t>(
+          1, o_.correlation_bytes / std::max<uint64_t>(1, bytes));
       for (size_t b = 0; b < level.size(); b += batch) {
         const std::vector<int> part(
             level.begin() + static_cast<ptrdiff_t>(b),
-            level.begin() + static_cast<ptrdiff_t>(std::min(level.size(), b + batch)));
+            level.begin() +
+                static_cast<ptrdiff_t>(std::min(level.size(), b + batch)));
         for (int t : part) tasks_[t].corr.assign(2 * lag_ + 1, 0.0);
         if (Status s = Pass(Step::kCorrelate, part, l); !s.ok()) return s;
         for (int t : part) {
@@ -264,9 +267,8 @@ class StreamSearch {
           const std::vector<Spike> spikes =
               internal::CausalSpikes(x.corr, lag_, p_.spikes);
           x.windows = internal::MatchWindows(x.corr, lag_, spikes, p_);
-          graph_.widest_tolerance_ns =
-              std::max(graph_.widest_tolerance_ns,
-                       internal::WidestTolerance(x.windows));
+          graph_.widest_tolerance_ns = std::max(
+              graph_.widest_tolerance_ns, internal::WidestTolerance(x.windows));
           std::vector<double>().swap(x.corr);
           ++graph_.correlations;
         }
@@ -330,15 +332,32 @@ class StreamSearch {
     std::vector<std::pair<NodeId, NodeId>> on_path;
     for (int t = xi; tasks_[t].parent >= 0; t = tasks_[t].parent)
       on_path.emplace_back(tasks_[tasks_[t].parent].node, tasks_[t].node);
+    // Section 5.2.3's chance filter, with what V's own chance members carry
+    // (internal::Carried), over the groups the in-memory search sees.
+    const TimeNs duration = sum_.last_ns - sum_.first_ns;
+    std::vector<std::pair<uint64_t, double>> expected;
+    for (const auto& [k, c] : cands) {
+      if (c.caused.count == 0) continue;
+      expected.emplace_back(
+          c.caused.count,
+          internal::ExpectedByChance(c.caused, tasks_[xi].windows,
+                                     sum_.sent_to[j].at(k), tasks_[xi].count,
+                                     duration, p_));
+    }
+    const bool carry = tasks_[xi].widened ||
+                       internal::Widened(tasks_[xi].windows, p_.quantum_ns);
+    const double carried = carry ? internal::Carried(tasks_[xi].inherited,
+                                                     expected, tasks_[xi].count)
+                                 : 0.0;
+    size_t gi = 0;
     for (auto& [k, c] : cands) {
       // Claimed only in some window's margins, where V is not exact: not a
       // group of the in-memory search.
       if (c.caused.count == 0) continue;
+      const uint64_t sent_jk = sum_.sent_to[j].at(k);
+      const double chance = expected[gi++].second + carried;
       if (c.caused.count < p_.min_count ||
-          !internal::AboveChance(c.caused, tasks_[xi].windows,
-                                 sum_.sent_to[j].at(k),
-                                 tasks_[xi].count, sum_.last_ns - sum_.first_ns,
-                                 p_)) {
+          !internal::AboveChance(c.caused.count, chance, p_)) {
         ++graph_.suppressed_rare;
         continue;
       }
@@ -348,6 +367,10 @@ class StreamSearch {
       }
       const int t = NewTask(xi, k, c.caused.count);
       tasks_[t].delays = internal::EdgeDelays(c.caused);
+      tasks_[t].inherited =
+          internal::ChanceMembers(c.caused, tasks_[xi].windows, sent_jk,
+                                  tasks_[xi].count, duration, carried, p_);
+      tasks_[t].widened = carry;
       if (tasks_[t].correlates) {
         tasks_[t].cost = c.cost;
         ChooseMethod(tasks_[t]);
@@ -389,7 +412,8 @@ class StreamSearch {
   Status Pass(Step step, const std::vector<int>& targets, int depth) {
     needed_.assign(tasks_.size(), 0);
     for (int t : targets)
-      for (int a = t; a >= 0 && !needed_[a]; a = tasks_[a].parent) needed_[a] = 1;
+      for (int a = t; a >= 0 && !needed_[a]; a = tasks_[a].parent)
+        needed_[a] = 1;
     const int64_t before = (depth - 1) * (lag_ + tol_q_) + lag_ + 1;
     const int64_t after = (depth - 1) * tol_q_ + block_ + lag_ + 1;
     int64_t chunk = o_.chunk_quanta;
@@ -467,9 +491,9 @@ class StreamSearch {
       // The next window: B + C, or a later one if nothing lies in between.
       const int64_t next = b0 + chunk;
       const std::span<const Msg> held = buf.all();
-      const Msg* it = std::partition_point(
-          held.data(), held.data() + held.size(),
-          [&](const Msg& m) { return m.ts < next * mu; });
+      const Msg* it =
+          std::partition_point(held.data(), held.data() + held.size(),
+                               [&](const Msg& m) { return m.ts < next * mu; });
       if (it == held.data() + held.size()) {
         if (eof) break;
         if (!take()) {
@@ -480,8 +504,9 @@ class StreamSearch {
         it = &buf.back();
       }
       // Windows stay on the grid first bin + n C; empty ones are skipped.
-      b0 = next + FloorDiv(std::max<int64_t>(FloorDiv(it->ts, mu) - next, 0),
-                           chunk) * chunk;
+      b0 = next +
+           FloorDiv(std::max<int64_t>(FloorDiv(it->ts, mu) - next, 0), chunk) *
+               chunk;
     }
     if (read != sum_.messages) return Changed();
     ++graph_.passes;
@@ -505,8 +530,7 @@ class StreamSearch {
 
   // One window: the messages of buf with ts < hi_ns; owned bins [b0, b1).
   void Window(Step step, const std::vector<int>& targets, int depth,
-              std::span<const Msg> buf, TimeNs hi_ns, int64_t b0,
-              int64_t b1) {
+              std::span<const Msg> buf, TimeNs hi_ns, int64_t b0, int64_t b1) {
     const size_t nodes = sum_.names.size();
     cols_.resize(nodes);
     bsig_.resize(nodes);
@@ -616,7 +640,8 @@ class StreamSearch {
     }
     // Overlap-save blocks start at the first bin of a not yet covered, as in
     // Correlator::CorrelateFft; one may reach past b1 (the margin covers it).
-    x.fft_next = corr_.AddFftBlocks(a, bs, lag_, std::max(b0, x.fft_next), b1, x.corr);
+    x.fft_next =
+        corr_.AddFftBlocks(a, bs, lag_, std::max(b0, x.fft_next), b1, x.corr);
   }
 
   // The tree, numbered and emitted depth first as the in-memory search does.
