@@ -28,8 +28,8 @@ namespace bbprof::convolution {
 // What the search needs to know about a trace besides its messages: node
 // names, who sends and receives what, and the time span.
 struct TraceSummary {
-  std::vector<std::string> names;    // NodeId -> name
-  std::vector<uint64_t> sent;        // messages each node sends
+  std::vector<std::string> names;  // NodeId -> name
+  std::vector<uint64_t> sent;      // messages each node sends
   // sent_to[j][k]: messages j->k (the chance filter of 5.2.3 and the roots'
   // first edges).
   std::vector<std::map<trace::NodeId, uint64_t>> sent_to;
@@ -83,13 +83,14 @@ struct Params {
   bool spread_windows = true;
   // With spread_windows: every spread spike gets its spread window
   // (`--tolerance auto`). False (the default): only where widening catches
-  // more caused messages than coincidences; at fine quanta on busy RPC
-  // traffic the wider windows otherwise let concurrent paths leak into each
-  // other (docs/convolution.md, "How v is chosen").
+  // more caused messages than coincidences (docs/convolution.md, "How v is
+  // chosen").  Either way, a path with a widened window also answers for the
+  // chance members it carries (search_steps.h, Carried), which keeps
+  // concurrent paths from leaking into each other.
   bool spread_always = false;
   SpikeParams spikes;
-  uint64_t min_count = 5;          // drop edges with fewer messages
-  int max_depth = 10;              // hops from the root
+  uint64_t min_count = 5;  // drop edges with fewer messages
+  int max_depth = 10;      // hops from the root
   // Empty: nodes that receive nothing; else, in an RPC trace, the nodes that
   // make calls and receive none (the clients); else every sender.
   std::vector<std::string> roots;

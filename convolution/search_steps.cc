@@ -72,7 +72,8 @@ namespace {
 // of a few messages a minute) the bump stands far above the chance level
 // and the window widens; on busy traffic, where a window a few quanta wider
 // catches as many concurrent requests as caused ones, the paper's one
-// quantum stays and concurrent paths do not leak into each other.
+// quantum stays.  (What keeps the chance members a widened window does take
+// in from leading a path astray later is Carried.)
 bool WideningPays(std::span<const double> c, double mean, int64_t pos,
                   int64_t a, int64_t b) {
   double excess = 0, chance = 0;
