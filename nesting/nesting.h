@@ -103,6 +103,10 @@ struct Params {
   uint64_t max_pending_calls = trace::kDefaultMaxPendingCalls;
   // External clients folded (see client_folding.h).
   ClientFolding clients;
+  // Threads for the passes that split into parts with an exact merge
+  // (docs/nesting.md, "Passes and their state"): the result is the same
+  // for every count. Not part of the result.
+  int threads = 1;
 };
 
 struct PatternNode {

@@ -1,8 +1,12 @@
 #include "nesting/parent_choice.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
+#include <utility>
 
 #include "nesting/timeline.h"
+#include "nesting/workers.h"
 
 namespace bbprof::nesting {
 
@@ -46,45 +50,109 @@ uint32_t BestParent(const Scoreboards& boards, const Penalties& penalties,
 // time; `--refine-passes 0` is the paper's rule. Then come the timeline
 // passes (timeline.h; `--timeline-passes 0` is off).
 void FindNestedPairs(const Params& params, const BinScale& scale,
-                     const Scoreboards& boards, CallTable* table) {
+                     const Scoreboards& boards,
+                     const std::vector<std::vector<uint32_t>>& parts,
+                     CallTable* table) {
   std::vector<Pair>& pairs = table->pairs;
   const std::vector<uint32_t>& cands = table->cands;
+  const int n_parts = static_cast<int>(parts.size());
   if (params.assign == Assign::kFcfs) {
     // Candidates are in call order: the first one open when the call was
     // made is the oldest. Only if none was (a window admitted parents
     // that start later or had returned), the earliest candidate.
-    for (uint32_t child = 0; child < pairs.size(); ++child) {
-      const Pair& c = pairs[child];
-      if (c.cand_end == c.cand_begin) continue;
-      uint32_t pick = cands[c.cand_begin];
-      for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
-        const Pair& p = pairs[cands[k]];
-        if (p.call <= c.call && p.ret >= c.call) {
-          pick = cands[k];
-          break;
+    RunParts(n_parts, [&](int part) {
+      for (uint32_t child : parts[part]) {
+        const Pair& c = pairs[child];
+        uint32_t pick = cands[c.cand_begin];
+        for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+          const Pair& p = pairs[cands[k]];
+          if (p.call <= c.call && p.ret >= c.call) {
+            pick = cands[k];
+            break;
+          }
         }
+        Attach(table, child, pick);
       }
-      Attach(table, child, pick);
-    }
+    });
     return;
   }
   const Penalties penalties(params);
-  for (uint32_t child = 0; child < pairs.size(); ++child) {
-    Pair& c = pairs[child];
-    if (c.cand_end == c.cand_begin) continue;
-    Attach(table, child, BestParent(boards, penalties, *table, child));
-  }
-  for (int pass = 0; pass < params.refine_passes; ++pass) {
-    for (uint32_t child = 0; child < pairs.size(); ++child) {
-      Pair& c = pairs[child];
-      if (c.cand_end - c.cand_begin < 2) continue;  // no choice
-      // Detaching from a parent with thousands of children walks them all.
-      if (HasCrowdedCandidate(*table, child)) continue;
-      Detach(table, child);
+  RunParts(n_parts, [&](int part) {
+    for (uint32_t child : parts[part]) {
       Attach(table, child, BestParent(boards, penalties, *table, child));
     }
+    for (int pass = 0; pass < params.refine_passes; ++pass) {
+      for (uint32_t child : parts[part]) {
+        Pair& c = pairs[child];
+        if (c.cand_end - c.cand_begin < 2) continue;  // no choice
+        // Detaching from a parent with thousands of children walks them
+        // all.
+        if (HasCrowdedCandidate(*table, child)) continue;
+        Detach(table, child);
+        Attach(table, child, BestParent(boards, penalties, *table, child));
+      }
+    }
+  });
+  RunTimelinePasses(params, scale, penalties, parts, table);
+}
+
+std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
+                                                         int parts) {
+  const std::vector<Pair>& pairs = table.pairs;
+  const auto n = static_cast<uint32_t>(pairs.size());
+  std::vector<std::vector<uint32_t>> out(
+      static_cast<size_t>(std::max(1, parts)));
+  if (out.size() == 1) {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (pairs[i].cand_end != pairs[i].cand_begin) out[0].push_back(i);
+    }
+    return out;
   }
-  RunTimelinePasses(params, scale, penalties, table);
+  // Union-find over the calls, by size, with path halving.
+  std::vector<uint32_t> up(n), size(n, 1);
+  std::iota(up.begin(), up.end(), 0u);
+  auto find = [&](uint32_t x) {
+    while (up[x] != x) {
+      up[x] = up[up[x]];
+      x = up[x];
+    }
+    return x;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    const Pair& c = pairs[i];
+    for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+      uint32_t a = find(i), b = find(table.cands[k]);
+      if (a == b) continue;
+      if (size[a] < size[b]) std::swap(a, b);
+      up[b] = a;
+      size[a] += size[b];
+    }
+  }
+  // A component's weight: its candidates, what its choices cost.
+  std::vector<uint64_t> weight(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    weight[find(i)] += pairs[i].cand_end - pairs[i].cand_begin;
+  }
+  std::vector<uint32_t> roots;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (up[i] == i && weight[i] > 0) roots.push_back(i);
+  }
+  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
+    return weight[a] != weight[b] ? weight[a] > weight[b] : a < b;
+  });
+  std::vector<uint64_t> load(out.size(), 0);
+  std::vector<uint32_t> root_part(n, 0);
+  for (uint32_t r : roots) {
+    const auto lightest = static_cast<uint32_t>(
+        std::min_element(load.begin(), load.end()) - load.begin());
+    root_part[r] = lightest;
+    load[lightest] += weight[r];
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    if (pairs[i].cand_end == pairs[i].cand_begin) continue;
+    out[root_part[find(i)]].push_back(i);
+  }
+  return out;
 }
 
 void AssignParents(const Params& params, const EdgeWindows& windows,
@@ -92,7 +160,8 @@ void AssignParents(const Params& params, const EdgeWindows& windows,
   FindCandidates(params, windows, table, stats);
   const Scoreboards boards(params, scale, *table);
   stats->scoreboards = boards.size();
-  FindNestedPairs(params, scale, boards, table);
+  FindNestedPairs(params, scale, boards,
+                  PartitionByComponents(*table, params.threads), table);
 }
 
 }  // namespace bbprof::nesting

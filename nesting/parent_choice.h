@@ -7,6 +7,9 @@
 #ifndef BBPROF_NESTING_PARENT_CHOICE_H_
 #define BBPROF_NESTING_PARENT_CHOICE_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "nesting/assignment.h"
 #include "nesting/bins.h"
 #include "nesting/call_table.h"
@@ -16,10 +19,24 @@
 
 namespace bbprof::nesting {
 
+// The calls that have candidates, cut into `parts` lists (each in index
+// order) that share no candidate: the connected components of the graph
+// that links each call to its candidates, whole components to a part
+// (largest first, to the lightest part). Every choice of steps 4 and the
+// timeline re-choice reads only the call's candidates, their children and
+// their candidates' children, all inside one component, so parts chosen
+// apart, each in index order, give the assignment that one pass over every
+// call gives. One part: every call with candidates, in index order.
+std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
+                                                         int parts);
+
 // Chooses every call's parent among its candidates (table->cands filled,
-// no parent assigned yet).
+// no parent assigned yet), the parts (PartitionByComponents) on
+// Params::threads threads.
 void FindNestedPairs(const Params& params, const BinScale& scale,
-                     const Scoreboards& boards, CallTable* table);
+                     const Scoreboards& boards,
+                     const std::vector<std::vector<uint32_t>>& parts,
+                     CallTable* table);
 
 // Steps 2 to 4 on the table's current times: candidates (FindCandidates),
 // scoreboards (Scoreboards), parents (FindNestedPairs). Sets

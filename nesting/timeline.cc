@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "nesting/workers.h"
+
 namespace bbprof::nesting {
 
 namespace {
@@ -25,24 +27,31 @@ class TimelineModel {
         pairs_(table->pairs),
         cands_(table->cands) {}
 
-  // The passes: learn, then re-choose every call with a choice.
-  void Run(int passes) {
+  // The passes: learn, then re-choose every call with a choice, each part
+  // (PartitionByComponents) on its own thread.
+  void Run(int passes, const std::vector<std::vector<uint32_t>>& parts) {
     if (!PrepareTimeline()) return;
+    const int n_parts = static_cast<int>(parts.size());
+    scratch_.resize(parts.size());
     for (int pass = 0; pass < passes; ++pass) {
-      LearnTimeline();
-      for (uint32_t child = 0; child < pairs_.size(); ++child) {
-        Pair& c = pairs_[child];
-        if (c.cand_end - c.cand_begin < 2) continue;  // no choice
-        if (HasCrowdedCandidate(*table_, child)) continue;
-        const uint32_t previous = c.parent;
-        Detach(child);
-        const TimelineChoice choice = ChooseByTimeline(child, previous);
-        if (choice.swap != kNone) {
-          Detach(choice.swap);
-          Attach(choice.swap, previous);
+      LearnTimeline(n_parts);
+      RunParts(n_parts, [&](int part) {
+        Scratch& scratch = scratch_[part];
+        for (uint32_t child : parts[part]) {
+          Pair& c = pairs_[child];
+          if (c.cand_end - c.cand_begin < 2) continue;  // no choice
+          if (HasCrowdedCandidate(*table_, child)) continue;
+          const uint32_t previous = c.parent;
+          Detach(child);
+          const TimelineChoice choice =
+              ChooseByTimeline(scratch, child, previous);
+          if (choice.swap != kNone) {
+            Detach(choice.swap);
+            Attach(choice.swap, previous);
+          }
+          Attach(child, choice.parent);
         }
-        Attach(child, choice.parent);
-      }
+      });
     }
   }
 
@@ -133,19 +142,26 @@ class TimelineModel {
     uint32_t edge;
     int anchor;  // index into the kids sorted by return; -1: the arrival
   };
+  // The working vectors of ForEachTerm, one set per thread.
+  struct Scratch {
+    std::vector<Kid> kids;
+    std::vector<uint32_t> after;
+    std::vector<std::pair<int, uint32_t>> spawned;
+  };
 
   // Calls gap(key, delay) for each child, set(context, multiset) for each
   // anchor and tail(key, delay) for the return (unless it was imputed), on
   // the timeline of `parent` with its children plus `extra`, less `exclude`
   // (kNone: none).
   template <typename Gap, typename Set, typename Tail>
-  void ForEachTerm(uint32_t parent, uint32_t extra, uint32_t exclude, Gap&& gap,
-                   Set&& set, Tail&& tail) {
+  void ForEachTerm(Scratch& scratch, uint32_t parent, uint32_t extra,
+                   uint32_t exclude, Gap&& gap, Set&& set, Tail&& tail) {
     const Pair& p = pairs_[parent];
     const uint32_t pe = edge_of_[parent];
-    auto& kids = tl_kids_;
+    auto& kids = scratch.kids;
     kids.clear();
-    auto& after = tl_after_;  // edges of the children called after P returned
+    auto& after =
+        scratch.after;  // edges of the children called after P returned
     after.clear();
     auto add = [&](uint32_t s) {
       const Pair& c = pairs_[s];
@@ -171,7 +187,7 @@ class TimelineModel {
       return a.ret != b.ret ? a.ret < b.ret : a.call < b.call;
     });
     const int n = static_cast<int>(kids.size());
-    auto& spawned = tl_spawned_;  // (anchor, child edge)
+    auto& spawned = scratch.spawned;  // (anchor, child edge)
     spawned.clear();
     for (int i = 0; i < n; ++i) {
       Kid& k = kids[i];
@@ -208,16 +224,22 @@ class TimelineModel {
     }
   }
 
-  // Learns the gap densities and the spawn multiset frequencies from the
-  // current assignment.
-  void LearnTimeline() {
+  // What learning counts: per gap key a histogram of delays and its total,
+  // per multiset (its hash includes its context) the context and a count,
+  // per context a total. Counts only, in doubles: integers, so the sums of
+  // parts are exact in any order.
+  struct LearnCounts {
     std::unordered_map<uint64_t, uint32_t> gap_index;
-    // Per multiset (its hash includes its context): the context, the count.
-    std::unordered_map<uint64_t, std::pair<uint64_t, double>> set_count;
-    std::unordered_map<uint64_t, double> set_total;
-    gap_boards_.clear();
     std::vector<double> totals;
     std::vector<std::vector<double>> counts;
+    std::unordered_map<uint64_t, std::pair<uint64_t, double>> set_count;
+    std::unordered_map<uint64_t, double> set_total;
+  };
+
+  // Counts the timelines of the parents in [begin, end).
+  void CountTimelines(uint32_t begin, uint32_t end, Scratch& scratch,
+                      LearnCounts* out) {
+    auto& [gap_index, totals, counts, set_count, set_total] = *out;
     auto add = [&](uint64_t key, TimeNs delay) {
       auto [it, inserted] =
           gap_index.try_emplace(key, static_cast<uint32_t>(counts.size()));
@@ -228,11 +250,11 @@ class TimelineModel {
       counts[it->second][scale_.Bin(delay)] += 1;
       totals[it->second] += 1;
     };
-    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+    for (uint32_t i = begin; i < end; ++i) {
       const Pair& p = pairs_[i];
       if (p.ret < 0 || !makes_calls_[p.callee]) continue;
       ForEachTerm(
-          i, kNone, kNone, add,
+          scratch, i, kNone, kNone, add,
           [&](uint64_t context, uint64_t set) {
             auto& [set_context, count] = set_count[set];
             set_context = context;
@@ -241,6 +263,48 @@ class TimelineModel {
           },
           add);
     }
+  }
+
+  // Adds the counts of a later part of the parents to `into`.
+  static void MergeCounts(LearnCounts&& from, LearnCounts* into) {
+    for (const auto& [key, k] : from.gap_index) {
+      auto [it, inserted] = into->gap_index.try_emplace(
+          key, static_cast<uint32_t>(into->counts.size()));
+      if (inserted) {
+        into->counts.push_back(std::move(from.counts[k]));
+        into->totals.push_back(from.totals[k]);
+        continue;
+      }
+      std::vector<double>& to = into->counts[it->second];
+      for (size_t b = 0; b < to.size(); ++b) to[b] += from.counts[k][b];
+      into->totals[it->second] += from.totals[k];
+    }
+    for (const auto& [set, context_count] : from.set_count) {
+      auto& [context, count] = into->set_count[set];
+      context = context_count.first;  // the latest part's, as one pass has
+      count += context_count.second;
+    }
+    for (const auto& [context, total] : from.set_total) {
+      into->set_total[context] += total;
+    }
+  }
+
+  // Learns the gap densities and the spawn multiset frequencies from the
+  // current assignment, the parents cut into `parts` ranges counted on
+  // threads of their own.
+  void LearnTimeline(int parts) {
+    gap_boards_.clear();
+    std::vector<LearnCounts> part_counts(static_cast<size_t>(parts));
+    const auto n = static_cast<uint64_t>(pairs_.size());
+    RunParts(parts, [&](int part) {
+      CountTimelines(static_cast<uint32_t>(n * part / parts),
+                     static_cast<uint32_t>(n * (part + 1) / parts),
+                     scratch_[part], &part_counts[part]);
+    });
+    for (int part = 1; part < parts; ++part) {
+      MergeCounts(std::move(part_counts[part]), &part_counts[0]);
+    }
+    auto& [gap_index, totals, counts, set_count, set_total] = part_counts[0];
     // Smooth each density a little (a bin is 5% of the delay; a few
     // thousand samples leave gaps between neighbouring bins) and turn it
     // into log density per nanosecond, with the prior's pseudo-observation.
@@ -292,14 +356,14 @@ class TimelineModel {
     return k == FlatIndex::kMissing ? std::log(0.5) : log_p_[k];
   }
 
-  double TimelineLogLikelihood(uint32_t parent, uint32_t extra,
-                               uint32_t exclude = kNone) {
+  double TimelineLogLikelihood(Scratch& scratch, uint32_t parent,
+                               uint32_t extra, uint32_t exclude = kNone) {
     double sum = 0;
     auto gap = [&](uint64_t key, TimeNs delay) {
       sum += LogDensity(key, delay);
     };
     ForEachTerm(
-        parent, extra, exclude, gap,
+        scratch, parent, extra, exclude, gap,
         [&](uint64_t context, uint64_t set) {
           sum += LogSetProbability(context, set);
         },
@@ -308,10 +372,10 @@ class TimelineModel {
   }
 
   // The parent's own likelihood, cached until its children change.
-  double CachedLogLikelihood(uint32_t parent) {
+  double CachedLogLikelihood(Scratch& scratch, uint32_t parent) {
     float& c = score_cache_[parent];
     if (std::isnan(c))
-      c = static_cast<float>(TimelineLogLikelihood(parent, kNone));
+      c = static_cast<float>(TimelineLogLikelihood(scratch, parent, kNone));
     return c;
   }
 
@@ -335,7 +399,8 @@ class TimelineModel {
   // when it gains more than any single move. It halves the instance false
   // negatives on multitier-normal (1.67% -> 0.93%) and Children-0/2
   // (3.90% -> 2.15%).
-  TimelineChoice ChooseByTimeline(uint32_t child, uint32_t previous) {
+  TimelineChoice ChooseByTimeline(Scratch& scratch, uint32_t child,
+                                  uint32_t previous) {
     const Pair& c = pairs_[child];
     TimelineChoice choice;
     double best = -std::numeric_limits<double>::infinity();
@@ -347,7 +412,8 @@ class TimelineModel {
     for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
       uint32_t pi = cands_[k];
       const Pair& p = pairs_[pi];
-      double gain = TimelineLogLikelihood(pi, child) - CachedLogLikelihood(pi) +
+      double gain = TimelineLogLikelihood(scratch, pi, child) -
+                    CachedLogLikelihood(scratch, pi) +
                     penalties_.Log(*table_, p, c);
       if (choice.parent == kNone || gain > best ||
           (gain == best && p.call < pairs_[choice.parent].call)) {
@@ -379,12 +445,13 @@ class TimelineModel {
                       previous) == cands_.begin() + dp.cand_end) {
           continue;
         }
-        const double gain =
-            TimelineLogLikelihood(r, child, d) - CachedLogLikelihood(r) +
-            TimelineLogLikelihood(previous, d) - CachedLogLikelihood(previous) +
-            penalties_.Log(*table_, pairs_[r], c, d) +
-            penalties_.Log(*table_, prev, dp) -
-            penalties_.Log(*table_, pairs_[r], dp, d);
+        const double gain = TimelineLogLikelihood(scratch, r, child, d) -
+                            CachedLogLikelihood(scratch, r) +
+                            TimelineLogLikelihood(scratch, previous, d) -
+                            CachedLogLikelihood(scratch, previous) +
+                            penalties_.Log(*table_, pairs_[r], c, d) +
+                            penalties_.Log(*table_, prev, dp) -
+                            penalties_.Log(*table_, pairs_[r], dp, d);
         if (gain > best) {
           best = gain;
           choice = {r, d};
@@ -401,24 +468,24 @@ class TimelineModel {
   std::vector<Pair>& pairs_;
   const std::vector<uint32_t>& cands_;
   std::vector<uint32_t> edge_of_;
-  std::vector<uint32_t> tl_after_;  // scratch of ForEachTerm
   std::vector<bool> makes_calls_;
   std::vector<float> prior_log_;
   FlatIndex gap_index_, set_index_, unseen_index_;
   std::vector<std::vector<float>> gap_boards_;
   std::vector<float> log_p_;
   std::vector<float> score_cache_;
-  std::vector<Kid> tl_kids_;
-  std::vector<std::pair<int, uint32_t>> tl_spawned_;
+  std::vector<Scratch> scratch_;  // by part
 };
 
 }  // namespace
 
 void RunTimelinePasses(const Params& params, const BinScale& scale,
-                       const Penalties& penalties, CallTable* table) {
+                       const Penalties& penalties,
+                       const std::vector<std::vector<uint32_t>>& parts,
+                       CallTable* table) {
   if (params.timeline_passes <= 0) return;
   TimelineModel model(params, scale, penalties, table);
-  model.Run(params.timeline_passes);
+  model.Run(params.timeline_passes, parts);
 }
 
 }  // namespace bbprof::nesting

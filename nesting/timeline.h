@@ -12,6 +12,9 @@
 #ifndef BBPROF_NESTING_TIMELINE_H_
 #define BBPROF_NESTING_TIMELINE_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "nesting/assignment.h"
 #include "nesting/bins.h"
 #include "nesting/call_table.h"
@@ -21,9 +24,13 @@ namespace bbprof::nesting {
 
 // Params::timeline_passes passes over an assignment made by the parent
 // choice (parent_choice.h); none when there are too many edges for the
-// gap keys.
+// gap keys. Each pass learns from every parent (in parts whose integer
+// counts are summed), then re-chooses the calls of each part of `parts`
+// (PartitionByComponents) on a thread of its own.
 void RunTimelinePasses(const Params& params, const BinScale& scale,
-                       const Penalties& penalties, CallTable* table);
+                       const Penalties& penalties,
+                       const std::vector<std::vector<uint32_t>>& parts,
+                       CallTable* table);
 
 }  // namespace bbprof::nesting
 
