@@ -52,7 +52,8 @@ class MemoryDriver {
     result.params = params_;
     result.skew = std::move(skew.skew);
     result.clock_offsets = std::move(skew.clock_offsets);
-    BBPROF_RETURN_IF_ERROR(FindCallPaths(table_, params_.group_by_op, &stats_,
+    BBPROF_RETURN_IF_ERROR(FindCallPaths(table_, params_.group_by_op,
+                                         params_.threads, &stats_,
                                          &result.patterns, &root_pattern_));
     result.input = stats_;
     for (const std::string& m : reader_.meta()) {

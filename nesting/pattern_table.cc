@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "nesting/intervals.h"
+#include "nesting/workers.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {
@@ -35,6 +37,12 @@ class PatternBuilder {
     std::string key;  // canonical shape key of the subtree
     std::vector<InstNode> children;
   };
+  // The calls of an instance tree.
+  static uint64_t Size(const InstNode& n) {
+    uint64_t size = 1;
+    for (const InstNode& c : n.children) size += Size(c);
+    return size;
+  }
 
   Status BuildInstance(uint32_t idx, int depth, InstNode* out) {
     if (depth > kMaxDepth) {
@@ -182,38 +190,117 @@ class PatternBuilder {
   // aggregated with every other tree of the same shape. Besides the
   // distributions, each pattern keeps its slowest and median instance and
   // a timeline of buckets: memory per pattern, not per instance.
-  Status FindCallPaths(std::vector<Pattern>* patterns) {
-    std::unordered_map<std::string, size_t> index;
+  // Step 5 in two passes over the roots, each cut into `parts` on threads
+  // of their own. Shapes: each part names the shapes of a range of roots in
+  // the order it first meets them, and the parts' lists, read in order,
+  // number the patterns as one pass would. Aggregates: each part owns whole
+  // patterns and adds their instances in root order, so every sum (the
+  // total latency in seconds too) is added in the order one pass adds it.
+  // The instance trees are built in both passes rather than kept.
+  Status FindCallPaths(int parts, std::vector<Pattern>* patterns) {
     root_pattern_.assign(pairs_.size(), kNone);
     const TimeNs bucket = TimelineBucket();
+    struct Shapes {
+      std::unordered_map<std::string, uint32_t> index;
+      std::vector<std::string> sigs;  // by local id, first seen first
+      std::vector<uint32_t> first;    // the root each was first seen at
+      std::vector<uint64_t> weight;   // calls in its instances
+      uint64_t unfinished = 0;
+      Status status = Status::Ok();
+    };
+    std::vector<Shapes> shapes(static_cast<size_t>(parts));
+    const auto n = static_cast<uint64_t>(pairs_.size());
+    auto range = [&](int part) {
+      return std::pair<uint32_t, uint32_t>(
+          static_cast<uint32_t>(n * part / parts),
+          static_cast<uint32_t>(n * (part + 1) / parts));
+    };
+    RunParts(parts, [&](int part) {
+      Shapes& sh = shapes[part];
+      const auto [begin, end] = range(part);
+      for (uint32_t i = begin; i < end; ++i) {
+        const Pair& p = pairs_[i];
+        if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
+        if (p.imputed) {  // an incomplete instance: its latency is unknown
+          ++sh.unfinished;
+          continue;
+        }
+        InstNode inst;
+        sh.status = BuildInstance(i, 0, &inst);
+        if (!sh.status.ok()) return;
+        std::string sig = names_[p.caller] + "->" + inst.key;
+        auto [it, inserted] = sh.index.try_emplace(
+            std::move(sig), static_cast<uint32_t>(sh.sigs.size()));
+        if (inserted) {
+          sh.sigs.push_back(it->first);
+          sh.first.push_back(i);
+          sh.weight.push_back(0);
+        }
+        root_pattern_[i] = it->second;
+        sh.weight[it->second] += Size(inst);
+      }
+    });
+    std::unordered_map<std::string, size_t> index;
     std::vector<uint32_t> slowest;
-    for (uint32_t i = 0; i < pairs_.size(); ++i) {
-      const Pair& p = pairs_[i];
-      if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
-      if (p.imputed) {  // an incomplete instance: its latency is unknown
-        ++stats_.unfinished_roots;
-        continue;
+    std::vector<uint64_t> weight;
+    for (int part = 0; part < parts; ++part) {
+      Shapes& sh = shapes[part];
+      BBPROF_RETURN_IF_ERROR(sh.status);
+      stats_.unfinished_roots += sh.unfinished;
+      std::vector<uint32_t> global(sh.sigs.size());
+      for (size_t l = 0; l < sh.sigs.size(); ++l) {
+        auto [it, inserted] = index.try_emplace(sh.sigs[l], patterns->size());
+        if (inserted) {
+          const Pair& p = pairs_[sh.first[l]];
+          patterns->emplace_back();
+          patterns->back().caller = names_[p.caller];
+          patterns->back().shape = sh.sigs[l];
+          patterns->back().timeline.bucket_ns = bucket;
+          slowest.push_back(sh.first[l]);
+          weight.push_back(0);
+        }
+        global[l] = static_cast<uint32_t>(it->second);
+        weight[it->second] += sh.weight[l];
       }
-      InstNode inst;
-      BBPROF_RETURN_IF_ERROR(BuildInstance(i, 0, &inst));
-      std::string sig = names_[p.caller] + "->" + inst.key;
-      auto [it, inserted] = index.try_emplace(sig, patterns->size());
-      if (inserted) {
-        patterns->emplace_back();
-        patterns->back().caller = names_[p.caller];
-        patterns->back().shape = sig;
-        patterns->back().timeline.bucket_ns = bucket;
-        slowest.push_back(i);
+      const auto [begin, end] = range(part);
+      for (uint32_t i = begin; i < end; ++i) {
+        if (root_pattern_[i] != kNone) {
+          root_pattern_[i] = global[root_pattern_[i]];
+        }
       }
-      Pattern& pat = (*patterns)[it->second];
-      root_pattern_[i] = static_cast<uint32_t>(it->second);
-      ++pat.count;
-      pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
-      Accumulate(inst, p.call, &pat.root);
-      AddToTimeline(p.call, p.ret - p.call, &pat.timeline);
-      const Pair& best = pairs_[slowest[it->second]];
-      if (p.ret - p.call > best.ret - best.call) slowest[it->second] = i;
     }
+    // Patterns to parts, heaviest first to the lightest part.
+    std::vector<uint32_t> owner(patterns->size(), 0);
+    if (parts > 1) {
+      std::vector<uint32_t> order(patterns->size());
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        return weight[a] > weight[b];
+      });
+      std::vector<uint64_t> load(static_cast<size_t>(parts), 0);
+      for (uint32_t k : order) {
+        owner[k] = static_cast<uint32_t>(
+            std::min_element(load.begin(), load.end()) - load.begin());
+        load[owner[k]] += weight[k];
+      }
+    }
+    RunParts(parts, [&](int part) {
+      for (uint32_t i = 0; i < pairs_.size(); ++i) {
+        const uint32_t k = root_pattern_[i];
+        if (k == kNone || owner[k] != static_cast<uint32_t>(part)) continue;
+        const Pair& p = pairs_[i];
+        InstNode inst;
+        // Built once already: it cannot fail now.
+        if (!BuildInstance(i, 0, &inst).ok()) continue;
+        Pattern& pat = (*patterns)[k];
+        ++pat.count;
+        pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
+        Accumulate(inst, p.call, &pat.root);
+        AddToTimeline(p.call, p.ret - p.call, &pat.timeline);
+        const Pair& best = pairs_[slowest[k]];
+        if (p.ret - p.call > best.ret - best.call) slowest[k] = i;
+      }
+    });
     // The median instance: the first whose latency is nearest the pattern's
     // p50, in a second pass over the roots (the p50 is known only now).
     std::vector<uint32_t> median(patterns->size(), kNone);
@@ -300,11 +387,11 @@ class PatternBuilder {
 
 }  // namespace
 
-Status FindCallPaths(const CallTable& table, bool group_by_op,
+Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
                      InputStats* stats, std::vector<Pattern>* patterns,
                      std::vector<uint32_t>* root_pattern) {
   return PatternBuilder(table, group_by_op, stats, root_pattern)
-      .FindCallPaths(patterns);
+      .FindCallPaths(std::max(1, threads), patterns);
 }
 
 const char* SortKeyName(SortKey key) {

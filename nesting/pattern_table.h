@@ -23,8 +23,9 @@ namespace bbprof::nesting {
 // observed times), in the order they were first seen; root_pattern gets,
 // per call, the index of the pattern its instance was counted under
 // (kNone: not a complete root). Counts stats->unfinished_roots; fails on
-// a causal chain deeper than kMaxDepth (naming stats->path).
-Status FindCallPaths(const CallTable& table, bool group_by_op,
+// a causal chain deeper than kMaxDepth (naming stats->path). On `threads`
+// threads, with the same result for every count (see pattern_table.cc).
+Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
                      InputStats* stats, std::vector<Pattern>* patterns,
                      std::vector<uint32_t>* root_pattern);
 
