@@ -5,8 +5,13 @@
 // table and the parameters, never the reader, so a driver that streams
 // time windows or splits time among threads or ranks calls the same ones
 // (docs/nesting.md, "Passes and their state").
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "base/progress.h"
 #include "nesting/bins.h"
@@ -91,15 +96,21 @@ class MemoryDriver {
   }
 
  private:
-  // Step 1 over the whole trace, and what the input was.
+  // Step 1 over the whole trace, and what the input was. With more than
+  // one thread the reader runs on a thread of its own, a batch ahead of the
+  // pairer (ReadAhead): the pairer sees the same records in the same order.
   Status ReadPairs() {
     CallPairer pairer(params_, reader_.path(), &table_, &stats_, labels_);
     Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
                       false);
-    trace::Record rec;
-    while (reader_.Next(rec)) {
-      progress.Update(reader_.raw_bytes_read());
-      BBPROF_RETURN_IF_ERROR(pairer.Add(rec));
+    if (params_.threads > 1) {
+      BBPROF_RETURN_IF_ERROR(ReadAhead(&pairer, &progress));
+    } else {
+      trace::Record rec;
+      while (reader_.Next(rec)) {
+        progress.Update(reader_.raw_bytes_read());
+        BBPROF_RETURN_IF_ERROR(pairer.Add(rec));
+      }
     }
     progress.Finish();
     if (!reader_.status().ok()) return reader_.status();
@@ -124,6 +135,95 @@ class MemoryDriver {
                            "--truth-header)");
     }
     return Status::Ok();
+  }
+
+  // Records read ahead: a batch of them with their text (callid, pathid,
+  // op) copied, since a reader's views last only until its next record.
+  struct Batch {
+    std::vector<trace::Record> records;
+    std::string text;
+  };
+  static constexpr size_t kBatchRecords = 4096;
+  static constexpr size_t kBatchesAhead = 4;
+
+  // The reader fills batches on a thread while this one pairs them.
+  Status ReadAhead(CallPairer* pairer, Progress* progress) {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Batch> full;
+    std::vector<Batch> free_batches;
+    bool done = false, stop = false;
+    std::thread reader([&] {
+      for (;;) {
+        Batch b;
+        {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return stop || full.size() < kBatchesAhead; });
+          if (stop) break;
+          if (!free_batches.empty()) {
+            b = std::move(free_batches.back());
+            free_batches.pop_back();
+          }
+        }
+        b.records.clear();
+        b.text.clear();
+        // Offsets into b.text until the batch is whole (it may move).
+        struct Views {
+          size_t callid, pathid, op;
+        };
+        std::vector<Views> at;
+        at.reserve(kBatchRecords);
+        trace::Record rec;
+        bool more = true;
+        while (b.records.size() < kBatchRecords && (more = reader_.Next(rec))) {
+          progress->Update(reader_.raw_bytes_read());
+          at.push_back({b.text.size(), b.text.size() + rec.callid.size(),
+                        b.text.size() + rec.callid.size() + rec.pathid.size()});
+          b.text.append(rec.callid).append(rec.pathid).append(rec.op);
+          b.records.push_back(rec);
+        }
+        for (size_t i = 0; i < b.records.size(); ++i) {
+          trace::Record& r = b.records[i];
+          const char* base = b.text.data();
+          r.callid = {base + at[i].callid, r.callid.size()};
+          r.pathid = {base + at[i].pathid, r.pathid.size()};
+          r.op = {base + at[i].op, r.op.size()};
+        }
+        std::unique_lock lock(mu);
+        if (!b.records.empty()) full.push_back(std::move(b));
+        if (!more) {
+          done = true;
+          cv.notify_all();
+          break;
+        }
+        cv.notify_all();
+      }
+    });
+    Status status = Status::Ok();
+    for (;;) {
+      Batch b;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return done || !full.empty(); });
+        if (full.empty()) break;  // done, and nothing left
+        b = std::move(full.front());
+        full.pop_front();
+        cv.notify_all();
+      }
+      for (const trace::Record& rec : b.records) {
+        status = pairer->Add(rec);
+        if (!status.ok()) break;
+      }
+      std::unique_lock lock(mu);
+      if (!status.ok()) {
+        stop = true;
+        cv.notify_all();
+        break;
+      }
+      free_batches.push_back(std::move(b));
+    }
+    reader.join();
+    return status;
   }
 
   trace::TraceReader& reader_;
