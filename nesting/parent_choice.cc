@@ -133,20 +133,20 @@ std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
   for (uint32_t i = 0; i < n; ++i) {
     weight[find(i)] += pairs[i].cand_end - pairs[i].cand_begin;
   }
-  std::vector<uint32_t> roots;
+  // Components in the order of their first call, cut into runs of equal
+  // weight: each part a stretch of time, so threads write apart in memory.
+  uint64_t total = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    if (up[i] == i && weight[i] > 0) roots.push_back(i);
+    if (up[i] == i) total += weight[i];
   }
-  std::sort(roots.begin(), roots.end(), [&](uint32_t a, uint32_t b) {
-    return weight[a] != weight[b] ? weight[a] > weight[b] : a < b;
-  });
-  std::vector<uint64_t> load(out.size(), 0);
-  std::vector<uint32_t> root_part(n, 0);
-  for (uint32_t r : roots) {
-    const auto lightest = static_cast<uint32_t>(
-        std::min_element(load.begin(), load.end()) - load.begin());
-    root_part[r] = lightest;
-    load[lightest] += weight[r];
+  std::vector<uint32_t> root_part(n, kNone);
+  uint64_t before = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t r = find(i);
+    if (root_part[r] != kNone || weight[r] == 0) continue;
+    root_part[r] = static_cast<uint32_t>(
+        std::min<uint64_t>(out.size() - 1, before * out.size() / total));
+    before += weight[r];
   }
   for (uint32_t i = 0; i < n; ++i) {
     if (pairs[i].cand_end == pairs[i].cand_begin) continue;

@@ -22,7 +22,8 @@ namespace bbprof::nesting {
 // The calls that have candidates, cut into `parts` lists (each in index
 // order) that share no candidate: the connected components of the graph
 // that links each call to its candidates, whole components to a part
-// (largest first, to the lightest part). Every choice of steps 4 and the
+// (in the order of their first call, runs of equal weight, so each part is
+// a stretch of time). Every choice of steps 4 and the
 // timeline re-choice reads only the call's candidates, their children and
 // their candidates' children, all inside one component, so parts chosen
 // apart, each in index order, give the assignment that one pass over every

@@ -571,10 +571,11 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
   EXPECT_NE(out.find("broken.map:2"), std::string::npos) << out;
 }
 
-// --threads (issue 17): the parent choice and the timeline passes run on
-// parts that share no candidate, and the timeline model's counts are
-// summed over parts, so every thread count gives the same bytes: the JSON
-// and every request's parent. On samples (a high-parallelism one, where
+// --threads (issue 17): the trace is read ahead on a thread, the parent
+// choice and the timeline passes run on parts that share no candidate, the
+// timeline model's counts are summed over parts, and the pattern table's
+// parts own whole patterns, so every thread count gives the same bytes:
+// the JSON and every request's parent. On samples (a high-parallelism one, where
 // most calls share a component; a skewed, asynchronous one; ops keyed),
 // on maketrace traces at several seeds with message loss, and under the
 // flags that change the passes. A bad count is a usage error.
