@@ -200,7 +200,7 @@ class PatternBuilder {
   Status FindCallPaths(int parts, std::vector<Pattern>* patterns) {
     root_pattern_.assign(pairs_.size(), kNone);
     const TimeNs bucket = TimelineBucket();
-    struct Shapes {
+    struct alignas(64) Shapes {
       std::unordered_map<std::string, uint32_t> index;
       std::vector<std::string> sigs;  // by local id, first seen first
       std::vector<uint32_t> first;    // the root each was first seen at

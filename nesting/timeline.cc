@@ -142,8 +142,9 @@ class TimelineModel {
     uint32_t edge;
     int anchor;  // index into the kids sorted by return; -1: the arrival
   };
-  // The working vectors of ForEachTerm, one set per thread.
-  struct Scratch {
+  // The working vectors of ForEachTerm, one set per thread, each on cache
+  // lines of its own (their ends move with every timeline scored).
+  struct alignas(64) Scratch {
     std::vector<Kid> kids;
     std::vector<uint32_t> after;
     std::vector<std::pair<int, uint32_t>> spawned;
@@ -228,7 +229,7 @@ class TimelineModel {
   // per multiset (its hash includes its context) the context and a count,
   // per context a total. Counts only, in doubles: integers, so the sums of
   // parts are exact in any order.
-  struct LearnCounts {
+  struct alignas(64) LearnCounts {
     std::unordered_map<uint64_t, uint32_t> gap_index;
     std::vector<double> totals;
     std::vector<std::vector<double>> counts;
