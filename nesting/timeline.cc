@@ -240,7 +240,12 @@ class TimelineModel {
   // Counts the timelines of the parents in [begin, end).
   void CountTimelines(uint32_t begin, uint32_t end, Scratch& scratch,
                       LearnCounts* out) {
-    auto& [gap_index, totals, counts, set_count, set_total] = *out;
+    // Named references, not a structured binding: lambdas capture them.
+    auto& gap_index = out->gap_index;
+    auto& totals = out->totals;
+    auto& counts = out->counts;
+    auto& set_count = out->set_count;
+    auto& set_total = out->set_total;
     auto add = [&](uint64_t key, TimeNs delay) {
       auto [it, inserted] =
           gap_index.try_emplace(key, static_cast<uint32_t>(counts.size()));
@@ -305,7 +310,12 @@ class TimelineModel {
     for (int part = 1; part < parts; ++part) {
       MergeCounts(std::move(part_counts[part]), &part_counts[0]);
     }
-    auto& [gap_index, totals, counts, set_count, set_total] = part_counts[0];
+    LearnCounts& learned = part_counts[0];
+    auto& gap_index = learned.gap_index;
+    auto& totals = learned.totals;
+    auto& counts = learned.counts;
+    auto& set_count = learned.set_count;
+    auto& set_total = learned.set_total;
     // Smooth each density a little (a bin is 5% of the delay; a few
     // thousand samples leave gaps between neighbouring bins) and turn it
     // into log density per nanosecond, with the prior's pseudo-observation.
