@@ -46,7 +46,10 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       po::value<std::string>()->default_value(
           std::to_string(trace::kDefaultMaxPendingCalls)),
       "calls waiting for their return kept at once while pairing; beyond, the "
-      "oldest is dropped as unmatched (pending_calls_evicted; 0: no limit)");
+      "oldest is dropped as unmatched (pending_calls_evicted; 0: no limit)")(
+      "threads", po::value<int>()->default_value(defaults.threads),
+      "threads for the passes that split with an exact merge (parent "
+      "choice and timeline passes); the result is the same for every count");
   // Operations, client folding and node names (issue 14).
   cl.options().add_options()(
       "group-by", po::value<std::string>()->default_value("op"),
@@ -72,6 +75,10 @@ std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
   params.refine_passes = cl.Get<int>("refine-passes");
   if (params.refine_passes < 0 || params.refine_passes > 100) {
     return cl.UsageError("--refine-passes must be between 0 and 100");
+  }
+  params.threads = cl.Get<int>("threads");
+  if (params.threads < 1 || params.threads > 256) {
+    return cl.UsageError("--threads must be between 1 and 256");
   }
   params.timeline_passes = cl.Get<int>("timeline-passes");
   if (params.timeline_passes < 0 || params.timeline_passes > 100) {

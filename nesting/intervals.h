@@ -2,7 +2,7 @@
 // children cover, counting parallel children once. Own time (a node's
 // latency not covered by its children) is computed from means for the text
 // and JSON output (output.h) and per instance for the own-time histograms
-// (nesting.cc); both use this.
+// (pattern_table.cc); both use this.
 #ifndef BBPROF_NESTING_INTERVALS_H_
 #define BBPROF_NESTING_INTERVALS_H_
 

@@ -3,15 +3,20 @@
 // aggregate the resulting causal call trees into path patterns with the
 // latency and call delay distribution of every node.
 //
-// Pipeline, one function per step of the paper:
-//   1. FindCallPairs   (5.1.1.1) match each RET to its CALL.
-//   2. FindCandidates  (5.1.1.1) the calls into B that enclose a call B->C.
-//   3. ScoreNestings   (5.1.1.2) log-binned scoreboards per (A, B, C).
-//   4. FindNestedPairs (5.1.1.3) one parent per call, with penalties;
-//      then refinement and timeline passes (beyond the paper: the parent
-//      whose timeline of child gaps, spawned calls and tail becomes most
-//      likely; docs/nesting.md).
-//   5. FindCallPaths   (5.1.1.4) trees from root calls, aggregated by shape.
+// The passes, one file per step of the paper, each taking the call table
+// (call_table.h) and the parameters, never a reader:
+//   1. call_pairs.h      (5.1.1.1) match each RET to its CALL.
+//      skew_estimation.h (7.5.6, made automatic) skew windows per edge,
+//                        clocks corrected.
+//   2. candidates.h      (5.1.1.1) the calls into B that enclose a call B->C.
+//   3. scoreboards.h     (5.1.1.2) log-binned scoreboards per (A, B, C).
+//   4. parent_choice.h   (5.1.1.3) one parent per call, with penalties
+//      (assignment.h); then refinement and, in timeline.h, the timeline
+//      passes (beyond the paper: the parent whose timeline of child gaps,
+//      spawned calls and tail becomes most likely; docs/nesting.md).
+//   5. pattern_table.h   (5.1.1.4) trees from root calls, aggregated by shape.
+// RunNesting is the in-memory driver (memory_driver.cc): it reads the trace
+// into the table and runs the passes in order.
 // Time and space are O(messages x mean per-node parallelism) (5.1.2).
 #ifndef BBPROF_NESTING_NESTING_H_
 #define BBPROF_NESTING_NESTING_H_
@@ -59,22 +64,22 @@ struct Params {
   // Log base of the scoreboard bins (the paper: 1.05).
   double bin_base = 1.05;
   // Score by the bin's raw value as in the paper, instead of value / bin
-  // width (a delay density, the default; see FindNestedPairs).
+  // width (a delay density, the default; see scoreboards.h).
   bool raw_bin_scores = false;
   // Passes of refinement after the paper's single greedy pass (0 = the
   // paper's rule): each call is taken off its parent and given the best
   // parent again, now that every sibling, not only the earlier ones, is
-  // known to the penalties (see FindNestedPairs).
+  // known to the penalties (see parent_choice.cc).
   int refine_passes = 1;
   // Passes of timeline scoring after refinement (0 = off; see
-  // FindNestedPairs): each pass learns, from the current assignment, how
+  // timeline.h): each pass learns, from the current assignment, how
   // long every node waits between the events of a call it serves (its
   // arrival, each child's return, the next child's call, its own return)
   // and re-chooses every call's parent by the likelihood of those gaps.
   int timeline_passes = 2;
   // A call whose return was lost (a sniffer drop, the trace's end) still
   // happened and may have caused calls: it stays a candidate parent until
-  // its edge's 99th-percentile latency has passed (see FindCallPairs).
+  // its edge's 99th-percentile latency has passed (see call_pairs.h).
   // Without this, its children are pinned on a concurrent call instead.
   bool impute_lost_returns = true;
   Assign assign = Assign::kModel;
@@ -98,6 +103,10 @@ struct Params {
   uint64_t max_pending_calls = trace::kDefaultMaxPendingCalls;
   // External clients folded (see client_folding.h).
   ClientFolding clients;
+  // Threads for the passes that split into parts with an exact merge
+  // (docs/nesting.md, "Passes and their state"): the result is the same
+  // for every count. Not part of the result.
+  int threads = 1;
 };
 
 struct PatternNode {

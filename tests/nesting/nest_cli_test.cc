@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
@@ -567,6 +569,77 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
       dir.Write("broken.map", "10.0.0.1 web\nnot-an-address x\n");
   EXPECT_EQ(RunCli("convolve " + t + " --names " + broken, &out), 1) << out;
   EXPECT_NE(out.find("broken.map:2"), std::string::npos) << out;
+}
+
+// --threads (issue 17): the trace is read ahead on a thread, the parent
+// choice and the timeline passes run on parts that share no candidate, the
+// timeline model's counts are summed over parts, and the pattern table's
+// parts own whole patterns, so every thread count gives the same bytes:
+// the JSON and every request's parent. On samples (a high-parallelism one, where
+// most calls share a component; a skewed, asynchronous one; ops keyed),
+// on maketrace traces at several seeds with message loss, and under the
+// flags that change the passes. A bad count is a usage error.
+TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::string>> runs;  // trace, flags
+  for (const char* name : {"multitier-parallelism-high", "children-parallel",
+                           "async-fanin", "multitier-ops"}) {
+    runs.emplace_back(MakeSample(dir, name), "");
+  }
+  runs.emplace_back(runs[3].first, "--op-keys on --clients keep");
+  runs.emplace_back(runs[1].first, "--assign fcfs");
+  runs.emplace_back(runs[1].first, "--skew-window 0.002 --smooth 2");
+  runs.emplace_back(runs[0].first, "--timeline-passes 0 --refine-passes 3");
+  // Lost messages and returns that never come: imputed returns, unmatched
+  // calls.
+  const std::string lossy = dir.Write(
+      "lossy.conf",
+      ReadFile(std::string(BBPROF_SOURCE_DIR) + "/samples/children-d-cc.conf") +
+          "\nloss 0.01\nnoise timeout=0.005\n");
+  for (int seed = 1; seed <= 3; ++seed) {
+    const std::string t = dir.File("lossy" + std::to_string(seed) + ".bbt");
+    std::string out;
+    ASSERT_EQ(RunCli("maketrace " + lossy + " -q --messages 40000 --seed " +
+                         std::to_string(seed) + " -o " + t,
+                     &out),
+              0)
+        << out;
+    runs.emplace_back(t, "");
+  }
+  runs.emplace_back(
+      std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace", "");
+  int k = 0;
+  for (const auto& [trace, flags] : runs) {
+    std::string one_json, one_requests;
+    for (int threads : {1, 2, 3}) {
+      const std::string json = dir.File("r" + std::to_string(k) + ".json");
+      const std::string requests = dir.File("r" + std::to_string(k++) + ".csv");
+      std::string out;
+      ASSERT_EQ(RunCli("nest " + trace + " " + flags + " -q --threads " +
+                           std::to_string(threads) + " --json " + json +
+                           " --requests " + requests,
+                       &out),
+                0)
+          << out;
+      // The requests' path differs by file name; the rest must not.
+      auto j = nlohmann::json::parse(ReadFile(json));
+      j.erase("requests");
+      if (threads == 1) {
+        one_json = j.dump();
+        one_requests = ReadFile(requests);
+        EXPECT_FALSE(j["patterns"].empty()) << trace << " " << flags;
+        continue;
+      }
+      EXPECT_EQ(j.dump(), one_json)
+          << trace << " " << flags << " --threads " << threads;
+      EXPECT_EQ(ReadFile(requests), one_requests)
+          << trace << " " << flags << " --threads " << threads;
+    }
+  }
+  std::string out;
+  EXPECT_EQ(RunCli("nest " + runs[0].first + " --threads 0", &out), 2) << out;
+  EXPECT_NE(out.find("--threads must be between 1 and 256"), std::string::npos)
+      << out;
 }
 
 }  // namespace

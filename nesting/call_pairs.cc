@@ -1,0 +1,202 @@
+#include "nesting/call_pairs.h"
+
+#include <algorithm>
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "nesting/client_folding.h"
+#include "nesting/skew.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::nesting {
+
+using trace::Kind;
+using trace::NodeId;
+using trace::TimeNs;
+
+CallPairer::CallPairer(const Params& params, std::string path, CallTable* table,
+                       InputStats* stats, CallLabels* labels)
+    : params_(params),
+      path_(std::move(path)),
+      table_(table),
+      stats_(stats),
+      labels_(labels),
+      open_(params.max_pending_calls),
+      early_(params.max_pending_calls),
+      w_(2 * (params.skew_auto ? kAutoSkewCap : params.skew_window)) {}
+
+void CallPairer::ExpireEarly(TimeNs now) {
+  TimeNs oldest;
+  while (early_.Oldest(&oldest) && oldest < now - w_) {
+    early_.PopOldest();
+    ++stats_->unmatched_returns;
+  }
+}
+
+Status CallPairer::Add(const trace::Record& rec) {
+  std::vector<Pair>& pairs = table_->pairs;
+  ++stats_->messages;
+  if (first_) {
+    first_ts_ = rec.ts_ns;
+    first_ = false;
+  }
+  last_ts_ = rec.ts_ns;
+  if (rec.kind == Kind::kMessage) {
+    ++stats_->free_messages;
+    return Status::Ok();
+  }
+  if (pairs.size() >= kNone - 1) {
+    return Status::Error(path_ +
+                         ": more than 4 billion calls; split the trace");
+  }
+  if (rec.kind == Kind::kCall) {
+    trace::PendingCallKey(rec.sender, rec.receiver, rec, &key_);
+    Pair p;
+    p.call = rec.ts_ns;
+    p.caller = rec.sender;
+    p.callee = rec.receiver;
+    if (const uint32_t op = table_->InternOp(rec.op);
+        op != 0 || !table_->op_of.empty()) {
+      table_->op_of.resize(pairs.size());  // this call's index
+      table_->op_of.push_back(op);
+    }
+    // A call without a pathid (in a real capture: one whose protocol
+    // carries no request id, as Redis) keeps pathid 0: no ground truth.
+    if (params_.use_pathids && (!rec.pathid.empty() || rec.pathid_is_number)) {
+      p.pathid =
+          (rec.pathid_is_number ? rec.pathid_number * 0x9E3779B97F4A7C15ULL
+                                : std::hash<std::string_view>()(rec.pathid)) |
+          1;
+      any_pathid_ = true;
+    }
+    // A call's callid, for a per-request export. Its op needs nothing
+    // here: every call's op is interned already, and the driver hands
+    // those ids over.
+    if (labels_ != nullptr) {
+      labels_->callids.push_back(rec.callid_is_number
+                                     ? std::to_string(rec.callid_number)
+                                     : std::string(rec.callid));
+    }
+    if (w_ > 0 && early_.size() > 0) {
+      ExpireEarly(rec.ts_ns);
+      if (early_.Take(key_, &p.ret)) {
+        table_->ret_order.push_back(static_cast<uint32_t>(pairs.size()));
+        pairs.push_back(p);
+        return Status::Ok();
+      }
+    }
+    uint32_t evicted;
+    open_.Add(key_, static_cast<uint32_t>(pairs.size()), &evicted);
+    pairs.push_back(p);
+    return Status::Ok();
+  }
+  // A return travels callee -> caller.
+  trace::PendingCallKey(rec.receiver, rec.sender, rec, &key_);
+  uint32_t idx;
+  if (!open_.Take(key_, &idx)) {
+    if (w_ > 0) {
+      ExpireEarly(rec.ts_ns);
+      TimeNs dropped;
+      if (early_.Add(key_, rec.ts_ns, &dropped)) ++stats_->unmatched_returns;
+    } else {
+      ++stats_->unmatched_returns;
+    }
+    return Status::Ok();
+  }
+  pairs[idx].ret = rec.ts_ns;
+  // A RET carries its CALL's op or none; a CALL without one takes it.
+  if (table_->OpOf(idx) == 0 && !rec.op.empty()) {
+    table_->op_of.resize(pairs.size());
+    table_->op_of[idx] = table_->InternOp(rec.op);
+  }
+  table_->ret_order.push_back(idx);
+  return Status::Ok();
+}
+
+void CallPairer::Finish() {
+  stats_->unmatched_returns += early_.size();
+  stats_->call_pairs = table_->ret_order.size();
+  stats_->unmatched_calls = table_->pairs.size() - table_->ret_order.size();
+  stats_->pending_calls_evicted = open_.evictions();
+  stats_->duration_s = trace::NsToSeconds(last_ts_ - first_ts_);
+}
+
+void FoldExternalClients(const Params& params, CallTable* table) {
+  std::vector<bool> calls(table->names.size(), false),
+      called(table->names.size(), false);
+  for (const Pair& p : table->pairs) {
+    calls[p.caller] = true;
+    called[p.callee] = true;
+  }
+  const std::vector<uint32_t> to =
+      FoldClients(calls, called, params.clients, &table->names);
+  for (Pair& p : table->pairs) p.caller = to[p.caller];
+}
+
+void KeyCallees(const Params& params, CallTable* table) {
+  if (!params.op_keys || table->op_of.empty()) return;  // keyed by node alone
+  constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
+  const std::vector<Pair>& pairs = table->pairs;
+  table->key_callee.resize(pairs.size());
+  std::unordered_map<uint64_t, NodeId> ids;
+  auto next = static_cast<NodeId>(table->names.size());
+  for (uint32_t i = 0; i < pairs.size(); ++i) {
+    const Pair& p = pairs[i];
+    table->key_callee[i] = p.callee;
+    const uint32_t op = table->OpOf(i);
+    if (op == 0) continue;
+    auto [it, inserted] = ids.try_emplace(uint64_t{p.callee} << 32 | op, next);
+    if (inserted) {
+      if (next >= kMaxKeyedNode) {
+        ids.erase(it);
+        continue;
+      }
+      ++next;
+    }
+    table->key_callee[i] = it->second;
+  }
+}
+
+void ImputeLostReturns(const InputStats& stats, CallTable* table) {
+  if (stats.unmatched_calls == 0) return;
+  std::vector<Pair>& pairs = table->pairs;
+  std::unordered_map<uint64_t, std::vector<TimeNs>> latencies;
+  for (const Pair& p : pairs) {
+    if (p.ret < 0) continue;
+    latencies[CallTable::EdgeKey(p)].push_back(
+        std::max<TimeNs>(0, p.ret - p.call));
+  }
+  std::unordered_map<uint64_t, TimeNs> p99;
+  for (auto& [edge, v] : latencies) {
+    size_t k = v.size() - 1 - (v.size() - 1) / 100;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k),
+                     v.end());
+    p99[edge] = v[k];
+  }
+  for (uint32_t i = 0; i < pairs.size(); ++i) {
+    Pair& p = pairs[i];
+    if (p.ret >= 0) continue;
+    auto it = p99.find(CallTable::EdgeKey(p));
+    if (it == p99.end()) continue;
+    p.ret = p.call + it->second;
+    p.imputed = true;
+    table->ret_order.push_back(i);  // out of order: see SortByReturn
+  }
+}
+
+void SortByReturn(CallTable* table) {
+  const std::vector<Pair>& pairs = table->pairs;
+  auto by_return = [&](uint32_t a, uint32_t b) {
+    return pairs[a].ret < pairs[b].ret;
+  };
+  if (!std::is_sorted(table->ret_order.begin(), table->ret_order.end(),
+                      by_return)) {
+    std::stable_sort(table->ret_order.begin(), table->ret_order.end(),
+                     by_return);
+  }
+}
+
+}  // namespace bbprof::nesting

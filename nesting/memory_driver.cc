@@ -1,0 +1,271 @@
+// The in-memory driver of the nesting algorithm (section 5.1, Figure 4):
+// reads the whole trace into a call table once, then runs the passes over
+// it in order. The passes (call_pairs.h, skew_estimation.h, candidates.h,
+// scoreboards.h, parent_choice.h, timeline.h, pattern_table.h) take the
+// table and the parameters, never the reader, so a driver that streams
+// time windows or splits time among threads or ranks calls the same ones
+// (docs/nesting.md, "Passes and their state").
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/progress.h"
+#include "nesting/bins.h"
+#include "nesting/call_pairs.h"
+#include "nesting/call_table.h"
+#include "nesting/nesting.h"
+#include "nesting/parent_choice.h"
+#include "nesting/pattern_table.h"
+#include "nesting/skew_estimation.h"
+#include "trace/byte_stream.h"
+
+namespace bbprof::nesting {
+
+namespace {
+
+class MemoryDriver {
+ public:
+  MemoryDriver(trace::TraceReader& reader, const Params& params,
+               CallLabels* labels)
+      : reader_(reader),
+        params_(params),
+        scale_(params.bin_base),
+        labels_(labels) {}
+
+  Result<NestingResult> Run() {
+    BBPROF_RETURN_IF_ERROR(ReadPairs());
+    FoldExternalClients(params_, &table_);
+    KeyCallees(params_, &table_);
+    if (params_.impute_lost_returns) ImputeLostReturns(stats_, &table_);
+    SortByReturn(&table_);
+    SkewState skew;
+    if (params_.skew_auto) {
+      EstimateSkew(table_, &skew, &params_);
+      // Windows mean some call misses every call that could have caused
+      // it: skew, or an asynchronous server. Offsets tell the two apart.
+      if (!skew.windows.empty()) {
+        CorrectClocks(scale_, &table_, &params_, &skew, &stats_);
+      }
+    }
+    AssignParents(params_, skew.windows, scale_, &table_, &stats_);
+    RestoreObservedTimes(&table_, &skew);
+    NestingResult result;
+    result.params = params_;
+    result.skew = std::move(skew.skew);
+    result.clock_offsets = std::move(skew.clock_offsets);
+    BBPROF_RETURN_IF_ERROR(FindCallPaths(table_, params_.group_by_op,
+                                         params_.threads, &stats_,
+                                         &result.patterns, &root_pattern_));
+    result.input = stats_;
+    for (const std::string& m : reader_.meta()) {
+      if (result.input.meta.size() == kMaxInputMeta) break;
+      result.input.meta.push_back(m.substr(0, kMaxInputMetaChars));
+    }
+    return result;
+  }
+
+  void FillDetails(DetailedResult* d) const {
+    const std::vector<Pair>& pairs = table_.pairs;
+    d->calls.resize(pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      d->calls[i].matched = pairs[i].ret >= 0;
+      d->calls[i].imputed = pairs[i].imputed;
+      d->calls[i].parent = pairs[i].parent;
+      d->calls[i].root_pattern = root_pattern_[i];
+      d->calls[i].call_ns = pairs[i].call;
+      d->calls[i].ret_ns = pairs[i].ret;
+      d->calls[i].caller = pairs[i].caller;
+      d->calls[i].callee = pairs[i].callee;
+      d->calls[i].pathid = pairs[i].pathid;
+    }
+    for (const auto& p : d->result.patterns) {
+      d->pattern_signatures.push_back(p.signature);
+    }
+    d->node_names = table_.names;
+    if (labels_ != nullptr) {
+      labels_->op_names.assign(table_.op_names.begin(), table_.op_names.end());
+      labels_->ops.resize(pairs.size());
+      for (uint32_t i = 0; i < pairs.size(); ++i) {
+        labels_->ops[i] = table_.OpOf(i);
+      }
+    }
+  }
+
+ private:
+  // Step 1 over the whole trace, and what the input was. With more than
+  // one thread the reader runs on a thread of its own, a batch ahead of the
+  // pairer (ReadAhead): the pairer sees the same records in the same order.
+  Status ReadPairs() {
+    CallPairer pairer(params_, reader_.path(), &table_, &stats_, labels_);
+    Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
+                      false);
+    if (params_.threads > 1) {
+      BBPROF_RETURN_IF_ERROR(ReadAhead(&pairer, &progress));
+    } else {
+      trace::Record rec;
+      while (reader_.Next(rec)) {
+        progress.Update(reader_.raw_bytes_read());
+        BBPROF_RETURN_IF_ERROR(pairer.Add(rec));
+      }
+    }
+    progress.Finish();
+    if (!reader_.status().ok()) return reader_.status();
+    pairer.Finish();
+    stats_.path = reader_.path();
+    stats_.bytes = reader_.raw_bytes_read();
+    if (std::optional<uint32_t> crc = reader_.raw_crc32()) {
+      stats_.crc32 = *crc;
+      stats_.has_crc32 = true;
+    }
+    stats_.nodes = reader_.nodes().size();
+    stats_.node_names_folded = reader_.nodes().folded();
+    table_.names.reserve(reader_.nodes().size());
+    for (size_t i = 0; i < reader_.nodes().size(); ++i) {
+      table_.names.emplace_back(
+          reader_.nodes().Name(static_cast<trace::NodeId>(i)));
+    }
+    if (params_.use_pathids && !pairer.any_pathid()) {
+      return Status::Error(reader_.path() +
+                           ": no CALL has a pathid; evaluation needs a trace "
+                           "with ground truth (from maketrace, or capture "
+                           "--truth-header)");
+    }
+    return Status::Ok();
+  }
+
+  // Records read ahead: a batch of them with their text (callid, pathid,
+  // op) copied, since a reader's views last only until its next record.
+  struct Batch {
+    std::vector<trace::Record> records;
+    std::string text;
+  };
+  static constexpr size_t kBatchRecords = 4096;
+  static constexpr size_t kBatchesAhead = 4;
+
+  // The reader fills batches on a thread while this one pairs them.
+  Status ReadAhead(CallPairer* pairer, Progress* progress) {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Batch> full;
+    std::vector<Batch> free_batches;
+    bool done = false, stop = false;
+    std::thread reader([&] {
+      for (;;) {
+        Batch b;
+        {
+          std::unique_lock lock(mu);
+          cv.wait(lock, [&] { return stop || full.size() < kBatchesAhead; });
+          if (stop) break;
+          if (!free_batches.empty()) {
+            b = std::move(free_batches.back());
+            free_batches.pop_back();
+          }
+        }
+        b.records.clear();
+        b.text.clear();
+        // Offsets into b.text until the batch is whole (it may move).
+        struct Views {
+          size_t callid, pathid, op;
+        };
+        std::vector<Views> at;
+        at.reserve(kBatchRecords);
+        trace::Record rec;
+        bool more = true;
+        while (b.records.size() < kBatchRecords && (more = reader_.Next(rec))) {
+          progress->Update(reader_.raw_bytes_read());
+          at.push_back({b.text.size(), b.text.size() + rec.callid.size(),
+                        b.text.size() + rec.callid.size() + rec.pathid.size()});
+          b.text.append(rec.callid).append(rec.pathid).append(rec.op);
+          b.records.push_back(rec);
+        }
+        for (size_t i = 0; i < b.records.size(); ++i) {
+          trace::Record& r = b.records[i];
+          const char* base = b.text.data();
+          r.callid = {base + at[i].callid, r.callid.size()};
+          r.pathid = {base + at[i].pathid, r.pathid.size()};
+          r.op = {base + at[i].op, r.op.size()};
+        }
+        std::unique_lock lock(mu);
+        if (!b.records.empty()) full.push_back(std::move(b));
+        if (!more) {
+          done = true;
+          cv.notify_all();
+          break;
+        }
+        cv.notify_all();
+      }
+    });
+    Status status = Status::Ok();
+    for (;;) {
+      Batch b;
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return done || !full.empty(); });
+        if (full.empty()) break;  // done, and nothing left
+        b = std::move(full.front());
+        full.pop_front();
+        cv.notify_all();
+      }
+      for (const trace::Record& rec : b.records) {
+        status = pairer->Add(rec);
+        if (!status.ok()) break;
+      }
+      std::unique_lock lock(mu);
+      if (!status.ok()) {
+        stop = true;
+        cv.notify_all();
+        break;
+      }
+      free_batches.push_back(std::move(b));
+    }
+    reader.join();
+    return status;
+  }
+
+  trace::TraceReader& reader_;
+  Params params_;
+  BinScale scale_;
+  CallLabels* labels_;  // null unless asked for
+  InputStats stats_;
+  CallTable table_;
+  std::vector<uint32_t> root_pattern_;
+};
+
+Status CheckParams(const Params& params) {
+  if (!(params.bin_base > 1.0) || params.bin_base > 2.0) {
+    return Status::Error("bin base must be in (1, 2]");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<NestingResult> RunNesting(trace::TraceReader& reader,
+                                 const Params& params) {
+  BBPROF_RETURN_IF_ERROR(CheckParams(params));
+  MemoryDriver driver(reader, params, nullptr);
+  Result<NestingResult> r = driver.Run();
+  if (r.ok()) SortPatterns(r->patterns, r->sort);
+  return r;
+}
+
+Result<DetailedResult> RunNestingDetailed(trace::TraceReader& reader,
+                                          const Params& params,
+                                          const DetailOptions& options) {
+  BBPROF_RETURN_IF_ERROR(CheckParams(params));
+  DetailedResult d;
+  MemoryDriver driver(reader, params,
+                      options.call_labels ? &d.labels : nullptr);
+  Result<NestingResult> r = driver.Run();
+  if (!r.ok()) return r.status();
+  d.result = std::move(*r);
+  driver.FillDetails(&d);  // indexes patterns in discovery order
+  SortPatterns(d.result.patterns, d.result.sort);
+  return d;
+}
+
+}  // namespace bbprof::nesting

@@ -1,0 +1,443 @@
+#include "nesting/pattern_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "nesting/intervals.h"
+#include "nesting/workers.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::nesting {
+
+namespace {
+
+using trace::TimeNs;
+
+class PatternBuilder {
+ public:
+  PatternBuilder(const CallTable& table, bool group_by_op, InputStats* stats,
+                 std::vector<uint32_t>* root_pattern)
+      : table_(table),
+        pairs_(table.pairs),
+        names_(table.names),
+        op_names_(table.op_names),
+        group_by_op_(group_by_op),
+        stats_(*stats),
+        root_pattern_(*root_pattern) {}
+
+  // An instance tree node during path building.
+  struct InstNode {
+    uint32_t pair;
+    std::string key;  // canonical shape key of the subtree
+    std::vector<InstNode> children;
+  };
+  // The calls of an instance tree.
+  static uint64_t Size(const InstNode& n) {
+    uint64_t size = 1;
+    for (const InstNode& c : n.children) size += Size(c);
+    return size;
+  }
+
+  Status BuildInstance(uint32_t idx, int depth, InstNode* out) {
+    if (depth > kMaxDepth) {
+      return Status::Error(stats_.path + ": causal chain deeper than " +
+                           std::to_string(kMaxDepth) +
+                           " calls; is this an RPC trace?");
+    }
+    out->pair = idx;
+    const Pair& p = pairs_[idx];
+    for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
+      out->children.emplace_back();
+      BBPROF_RETURN_IF_ERROR(
+          BuildInstance(s, depth + 1, &out->children.back()));
+    }
+    // Canonical order: by shape key, then by call time, so that two
+    // instances of one pattern line up child for child.
+    std::sort(out->children.begin(), out->children.end(),
+              [&](const InstNode& a, const InstNode& b) {
+                if (a.key != b.key) return a.key < b.key;
+                return pairs_[a.pair].call < pairs_[b.pair].call;
+              });
+    out->key = names_[p.callee];
+    if (group_by_op_) AppendOp(op_names_[table_.OpOf(idx)], &out->key);
+    if (!out->children.empty()) {
+      out->key += '(';
+      for (size_t i = 0; i < out->children.size(); ++i) {
+        if (i) out->key += ',';
+        out->key += out->children[i].key;
+      }
+      out->key += ')';
+    }
+    return Status::Ok();
+  }
+
+  void Accumulate(const InstNode& inst, TimeNs parent_call, PatternNode* node) {
+    const Pair& p = pairs_[inst.pair];
+    const std::string& op = op_names_[table_.OpOf(inst.pair)];
+    if (node->node.empty()) {
+      node->node = names_[p.callee];
+      node->op = op;
+      node->children.resize(inst.children.size());
+    } else if (op != node->op && !node->op_mixed) {
+      node->op_mixed = true;  // grouped by node only: no one op to name
+      node->op.clear();
+    }
+    if (!p.imputed) {
+      node->latency.Add(p.ret - p.call);
+      node->own_time.Add(InstanceOwnTime(inst));
+    }
+    node->call_delay.Add(p.call - parent_call);
+    for (size_t i = 0; i < inst.children.size(); ++i) {
+      Accumulate(inst.children[i], p.call, &node->children[i]);
+    }
+  }
+
+  // The latency of one call not covered by its children: the union of their
+  // intervals, each clipped to the call's own span, so parallel children
+  // count once (the per-instance form of OwnTimeSeconds in output.h).
+  TimeNs InstanceOwnTime(const InstNode& inst) const {
+    const Pair& p = pairs_[inst.pair];
+    const TimeNs lat = p.ret - p.call;
+    std::vector<std::pair<TimeNs, TimeNs>> iv;
+    iv.reserve(inst.children.size());
+    for (const InstNode& c : inst.children) {
+      const Pair& cp = pairs_[c.pair];
+      TimeNs a =
+          std::clamp<TimeNs>(cp.call - p.call, 0, std::max<TimeNs>(lat, 0));
+      TimeNs b =
+          std::clamp<TimeNs>(cp.ret - p.call, 0, std::max<TimeNs>(lat, 0));
+      if (b > a) iv.emplace_back(a, b);
+    }
+    const TimeNs covered = UnionLength(&iv);
+    return lat - covered;
+  }
+
+  // The roots step 5 builds trees from: matched calls without candidate
+  // parents whose own return was seen.
+  bool IsCompleteRoot(uint32_t i) const {
+    const Pair& p = pairs_[i];
+    return p.ret >= 0 && p.cand_end == p.cand_begin && !p.imputed;
+  }
+
+  // Timeline buckets (section 8's sliding windows): the smallest of 1, 2, 5
+  // x 10^k ns that cuts the roots' span into at most kMaxTimelineBuckets.
+  TimeNs TimelineBucket() const {
+    TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      if (!IsCompleteRoot(i)) continue;
+      first = std::min(first, pairs_[i].call);
+      last = std::max(last, pairs_[i].call);
+    }
+    TimeNs span = last > first ? last - first : 0;
+    for (TimeNs decade = 1000;; decade *= 10) {  // from 1 us
+      for (TimeNs step : {decade, 2 * decade, 5 * decade}) {
+        // +2: buckets are aligned on multiples of the step, so both ends of
+        // the span can fall in partial buckets.
+        if (span / step + 2 <= kMaxTimelineBuckets) return step;
+      }
+    }
+  }
+
+  static void AddToTimeline(TimeNs call, TimeNs latency, Timeline* t) {
+    // Floor division: capture times are positive, but stay exact anyway.
+    TimeNs q = call / t->bucket_ns;
+    if (call % t->bucket_ns < 0) --q;
+    TimeNs start = q * t->bucket_ns;
+    if (t->counts.empty()) t->start_ns = start;
+    if (start < t->start_ns) {
+      auto extra = static_cast<size_t>((t->start_ns - start) / t->bucket_ns);
+      t->counts.insert(t->counts.begin(), extra, 0);
+      t->latency_sum_ns.insert(t->latency_sum_ns.begin(), extra, 0);
+      t->start_ns = start;
+    }
+    auto at = static_cast<size_t>((start - t->start_ns) / t->bucket_ns);
+    if (at >= t->counts.size()) {
+      t->counts.resize(at + 1, 0);
+      t->latency_sum_ns.resize(at + 1, 0);
+    }
+    ++t->counts[at];
+    t->latency_sum_ns[at] += latency;
+  }
+
+  // An example request as observed, children in call order.
+  ExampleCall BuildExample(uint32_t idx, TimeNs root_call) const {
+    const Pair& p = pairs_[idx];
+    ExampleCall e;
+    e.node = names_[p.callee];
+    e.caller = names_[p.caller];
+    e.op = op_names_[table_.OpOf(idx)];
+    e.start_ns = p.call - root_call;
+    e.latency_ns = p.ret - p.call;
+    std::vector<uint32_t> kids;
+    for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling)
+      kids.push_back(s);
+    std::sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
+      if (pairs_[a].call != pairs_[b].call)
+        return pairs_[a].call < pairs_[b].call;
+      return a < b;
+    });
+    for (uint32_t k : kids) e.children.push_back(BuildExample(k, root_call));
+    return e;
+  }
+
+  // Step 5 (5.1.1.4): a tree from every call without candidate parents,
+  // aggregated with every other tree of the same shape. Besides the
+  // distributions, each pattern keeps its slowest and median instance and
+  // a timeline of buckets: memory per pattern, not per instance.
+  // Step 5 in two passes over the roots, each cut into `parts` on threads
+  // of their own. Shapes: each part names the shapes of a range of roots in
+  // the order it first meets them, and the parts' lists, read in order,
+  // number the patterns as one pass would. Aggregates: each part owns whole
+  // patterns and adds their instances in root order, so every sum (the
+  // total latency in seconds too) is added in the order one pass adds it.
+  // The instance trees are built in both passes rather than kept.
+  Status FindCallPaths(int parts, std::vector<Pattern>* patterns) {
+    root_pattern_.assign(pairs_.size(), kNone);
+    const TimeNs bucket = TimelineBucket();
+    struct alignas(64) Shapes {
+      std::unordered_map<std::string, uint32_t> index;
+      std::vector<std::string> sigs;  // by local id, first seen first
+      std::vector<uint32_t> first;    // the root each was first seen at
+      std::vector<uint64_t> weight;   // calls in its instances
+      uint64_t unfinished = 0;
+      Status status = Status::Ok();
+    };
+    std::vector<Shapes> shapes(static_cast<size_t>(parts));
+    const auto n = static_cast<uint64_t>(pairs_.size());
+    auto range = [&](int part) {
+      return std::pair<uint32_t, uint32_t>(
+          static_cast<uint32_t>(n * part / parts),
+          static_cast<uint32_t>(n * (part + 1) / parts));
+    };
+    RunParts(parts, [&](int part) {
+      Shapes& sh = shapes[part];
+      const auto [begin, end] = range(part);
+      for (uint32_t i = begin; i < end; ++i) {
+        const Pair& p = pairs_[i];
+        if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
+        if (p.imputed) {  // an incomplete instance: its latency is unknown
+          ++sh.unfinished;
+          continue;
+        }
+        InstNode inst;
+        sh.status = BuildInstance(i, 0, &inst);
+        if (!sh.status.ok()) return;
+        std::string sig = names_[p.caller] + "->" + inst.key;
+        auto [it, inserted] = sh.index.try_emplace(
+            std::move(sig), static_cast<uint32_t>(sh.sigs.size()));
+        if (inserted) {
+          sh.sigs.push_back(it->first);
+          sh.first.push_back(i);
+          sh.weight.push_back(0);
+        }
+        root_pattern_[i] = it->second;
+        sh.weight[it->second] += Size(inst);
+      }
+    });
+    std::unordered_map<std::string, size_t> index;
+    std::vector<uint32_t> slowest;
+    std::vector<uint64_t> weight;
+    for (int part = 0; part < parts; ++part) {
+      Shapes& sh = shapes[part];
+      BBPROF_RETURN_IF_ERROR(sh.status);
+      stats_.unfinished_roots += sh.unfinished;
+      std::vector<uint32_t> global(sh.sigs.size());
+      for (size_t l = 0; l < sh.sigs.size(); ++l) {
+        auto [it, inserted] = index.try_emplace(sh.sigs[l], patterns->size());
+        if (inserted) {
+          const Pair& p = pairs_[sh.first[l]];
+          patterns->emplace_back();
+          patterns->back().caller = names_[p.caller];
+          patterns->back().shape = sh.sigs[l];
+          patterns->back().timeline.bucket_ns = bucket;
+          slowest.push_back(sh.first[l]);
+          weight.push_back(0);
+        }
+        global[l] = static_cast<uint32_t>(it->second);
+        weight[it->second] += sh.weight[l];
+      }
+      const auto [begin, end] = range(part);
+      for (uint32_t i = begin; i < end; ++i) {
+        if (root_pattern_[i] != kNone) {
+          root_pattern_[i] = global[root_pattern_[i]];
+        }
+      }
+    }
+    // Patterns to parts, heaviest first to the lightest part.
+    std::vector<uint32_t> owner(patterns->size(), 0);
+    if (parts > 1) {
+      std::vector<uint32_t> order(patterns->size());
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        return weight[a] > weight[b];
+      });
+      std::vector<uint64_t> load(static_cast<size_t>(parts), 0);
+      for (uint32_t k : order) {
+        owner[k] = static_cast<uint32_t>(
+            std::min_element(load.begin(), load.end()) - load.begin());
+        load[owner[k]] += weight[k];
+      }
+    }
+    RunParts(parts, [&](int part) {
+      for (uint32_t i = 0; i < pairs_.size(); ++i) {
+        const uint32_t k = root_pattern_[i];
+        if (k == kNone || owner[k] != static_cast<uint32_t>(part)) continue;
+        const Pair& p = pairs_[i];
+        InstNode inst;
+        // Built once already: it cannot fail now.
+        if (!BuildInstance(i, 0, &inst).ok()) continue;
+        Pattern& pat = (*patterns)[k];
+        ++pat.count;
+        pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
+        Accumulate(inst, p.call, &pat.root);
+        AddToTimeline(p.call, p.ret - p.call, &pat.timeline);
+        const Pair& best = pairs_[slowest[k]];
+        if (p.ret - p.call > best.ret - best.call) slowest[k] = i;
+      }
+    });
+    // The median instance: the first whose latency is nearest the pattern's
+    // p50, in a second pass over the roots (the p50 is known only now).
+    std::vector<uint32_t> median(patterns->size(), kNone);
+    std::vector<double> p50(patterns->size());
+    for (size_t k = 0; k < patterns->size(); ++k)
+      p50[k] = (*patterns)[k].root.latency.Quantile(0.5);
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      uint32_t k = root_pattern_[i];
+      if (k == kNone) continue;
+      auto off = [&](uint32_t j) {
+        return std::fabs(trace::NsToSeconds(pairs_[j].ret - pairs_[j].call) -
+                         p50[k]);
+      };
+      if (median[k] == kNone || off(i) < off(median[k])) median[k] = i;
+    }
+    for (size_t k = 0; k < patterns->size(); ++k) {
+      Pattern& pat = (*patterns)[k];
+      pat.median = {pairs_[median[k]].call,
+                    BuildExample(median[k], pairs_[median[k]].call)};
+      pat.slowest = {pairs_[slowest[k]].call,
+                     BuildExample(slowest[k], pairs_[slowest[k]].call)};
+    }
+    for (Pattern& pat : *patterns) {
+      OrderForDisplay(&pat.root);
+      pat.signature =
+          pat.caller + "->" + DisplaySignature(pat.root, group_by_op_);
+    }
+    return Status::Ok();
+  }
+
+  // Spec order: children by ascending mean call delay, ties by name.
+  static void OrderForDisplay(PatternNode* n) {
+    for (auto& c : n->children) OrderForDisplay(&c);
+    std::stable_sort(n->children.begin(), n->children.end(),
+                     [](const PatternNode& a, const PatternNode& b) {
+                       double da = a.call_delay.mean_s(),
+                              db = b.call_delay.mean_s();
+                       if (da != db) return da < db;
+                       return a.node < b.node;
+                     });
+  }
+
+  // A node's op in a signature: `node[op]`. An op holds none of "( ) , ;"
+  // (trace/op.h); '[' and ']' are percent-encoded here (MakeOp already does
+  // it), so the op of a signature's node is what follows its last '['.
+  static void AppendOp(const std::string& op, std::string* out) {
+    if (op.empty()) return;
+    out->push_back('[');
+    for (char ch : op) {
+      if (ch == '[') {
+        *out += "%5B";
+      } else if (ch == ']') {
+        *out += "%5D";
+      } else {
+        out->push_back(ch);
+      }
+    }
+    out->push_back(']');
+  }
+
+  static std::string DisplaySignature(const PatternNode& n, bool with_ops) {
+    std::string s = n.node;
+    if (with_ops) AppendOp(n.op, &s);
+    if (!n.children.empty()) {
+      s += '(';
+      for (size_t i = 0; i < n.children.size(); ++i) {
+        if (i) s += ',';
+        s += DisplaySignature(n.children[i], with_ops);
+      }
+      s += ')';
+    }
+    return s;
+  }
+
+ private:
+  const CallTable& table_;
+  const std::vector<Pair>& pairs_;
+  const std::vector<std::string>& names_;
+  const std::deque<std::string>& op_names_;
+  bool group_by_op_;
+  InputStats& stats_;
+  std::vector<uint32_t>& root_pattern_;
+};
+
+}  // namespace
+
+Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
+                     InputStats* stats, std::vector<Pattern>* patterns,
+                     std::vector<uint32_t>* root_pattern) {
+  return PatternBuilder(table, group_by_op, stats, root_pattern)
+      .FindCallPaths(std::max(1, threads), patterns);
+}
+
+const char* SortKeyName(SortKey key) {
+  switch (key) {
+    case SortKey::kTotalLatency:
+      return "total-latency";
+    case SortKey::kCount:
+      return "count";
+    case SortKey::kMeanLatency:
+      return "mean-latency";
+  }
+  return "total-latency";
+}
+
+std::optional<SortKey> SortKeyFromName(std::string_view name) {
+  for (SortKey k :
+       {SortKey::kTotalLatency, SortKey::kCount, SortKey::kMeanLatency}) {
+    if (name == SortKeyName(k)) return k;
+  }
+  return std::nullopt;
+}
+
+void SortPatterns(std::vector<Pattern>& patterns, SortKey key) {
+  auto mean = [](const Pattern& p) {
+    return p.count ? p.total_latency_s / static_cast<double>(p.count) : 0.0;
+  };
+  std::sort(patterns.begin(), patterns.end(),
+            [&](const Pattern& a, const Pattern& b) {
+              switch (key) {
+                case SortKey::kCount:
+                  if (a.count != b.count) return a.count > b.count;
+                  if (a.total_latency_s != b.total_latency_s)
+                    return a.total_latency_s > b.total_latency_s;
+                  break;
+                case SortKey::kTotalLatency:
+                  if (a.total_latency_s != b.total_latency_s)
+                    return a.total_latency_s > b.total_latency_s;
+                  if (a.count != b.count) return a.count > b.count;
+                  break;
+                case SortKey::kMeanLatency:
+                  if (mean(a) != mean(b)) return mean(a) > mean(b);
+                  if (a.count != b.count) return a.count > b.count;
+                  break;
+              }
+              return a.signature < b.signature;
+            });
+}
+
+}  // namespace bbprof::nesting

@@ -1,0 +1,54 @@
+// Step 3 of the nesting algorithm (section 5.1.1.2, Figure 4's "score
+// nestings"): every candidate nesting (A->B encloses B->C) adds
+// 1/|candidates| to the (A, B, C) histogram at the bin of the delay
+// between the two calls. Optionally each histogram is then smoothed with a
+// Gaussian (7.5.6). Its size follows the system's shape (one board per
+// triple of nodes that nest), not the trace's length.
+#ifndef BBPROF_NESTING_SCOREBOARDS_H_
+#define BBPROF_NESTING_SCOREBOARDS_H_
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "nesting/bins.h"
+#include "nesting/call_table.h"
+#include "nesting/nesting.h"
+
+namespace bbprof::nesting {
+
+class Scoreboards {
+ public:
+  // Scores every candidate of `table` (steps 1 and 2 done).
+  Scoreboards(const Params& params, const BinScale& scale,
+              const CallTable& table);
+  size_t size() const { return boards_.size(); }
+  // The score of `parent` as the cause of `child` (5.1.1.3, before the
+  // penalties): the board's value at their delay. Scores are densities: a
+  // bin's weight divided by its width. With log bins a wide bin at a long
+  // delay collects the accidental nestings of a whole stretch of time,
+  // while the true, short delay is spread over narrow bins; compared raw,
+  // the accidental bin wins as soon as a node has more than a few calls in
+  // flight. Per unit of delay the comparison is fair at every scale.
+  // Params::raw_bin_scores scores by the raw value, as the paper does.
+  double Score(const CallTable& table, uint32_t parent, uint32_t child) const {
+    const Pair& c = table.pairs[child];
+    const Pair& p = table.pairs[parent];
+    const int bin = scale_.Bin(c.call - p.call);
+    return boards_[flat_.Find(table.BoardKey(parent, child))][bin] *
+           (raw_ ? 1.0 : scale_.InvWidth(bin));
+  }
+
+ private:
+  std::vector<double>& Board(uint64_t key);
+
+  const BinScale& scale_;
+  bool raw_;
+  std::unordered_map<uint64_t, size_t> index_;
+  FlatIndex flat_;  // index_, for the lookups of Score
+  std::vector<std::vector<double>> boards_;
+};
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_SCOREBOARDS_H_

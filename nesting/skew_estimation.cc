@@ -1,0 +1,229 @@
+#include "nesting/skew_estimation.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "nesting/assignment.h"
+#include "nesting/parent_choice.h"
+#include "trace/timestamp.h"
+
+namespace bbprof::nesting {
+
+using trace::NodeId;
+using trace::TimeNs;
+
+// For every call B->C the sweep finds the call into B that misses enclosing
+// it by the least (how much later it starts, how much earlier it ends; zero
+// if it encloses it). Without skew every caused call is enclosed by its
+// cause, so nothing misses; a clock offset of d makes the children whose
+// true gap is below d miss by up to d, and ChooseSkewWindow reads d off
+// those misses, for the start and the end separately (the two involve
+// different pairs of clocks). Calls with no call into B within
+// kAutoSkewCap (a client's requests) are not counted, nor are ends
+// measured with an assumed return (ImputeLostReturns). Pathids are
+// ignored, so evaluation's "cheating" run gets the same windows.
+void EstimateSkew(const CallTable& table, SkewState* state, Params* params) {
+  const std::vector<Pair>& pairs = table.pairs;
+  struct Needs {
+    uint64_t children = 0, missed = 0;
+    std::vector<TimeNs> start, end;
+  };
+  std::unordered_map<uint64_t, Needs> needs;
+  SweepEnclosing(
+      table, kAutoSkewCap,
+      [&](uint32_t child, const std::vector<uint32_t>& calls) {
+        const Pair& c = pairs[child];
+        TimeNs best_start = 0, best_end = 0, best = -1;
+        for (uint32_t p : calls) {
+          const Pair& pp = pairs[p];
+          const bool starts_before =
+              pp.call < c.call || (pp.call == c.call && p < child);
+          const TimeNs s =
+              starts_before ? 0 : std::max<TimeNs>(1, pp.call - c.call);
+          // An assumed return (the real one lost) says nothing of clocks.
+          const TimeNs e =
+              pp.imputed || c.imputed ? 0 : std::max<TimeNs>(0, c.ret - pp.ret);
+          if (s > kAutoSkewCap || e > kAutoSkewCap) continue;
+          const TimeNs m = std::max(s, e);
+          if (best < 0 || m < best ||
+              (m == best && s + e < best_start + best_end)) {
+            best = m;
+            best_start = s;
+            best_end = e;
+          }
+        }
+        if (best < 0) return;
+        Needs& n = needs[CallTable::EdgeKey(c)];
+        ++n.children;
+        if (best == 0) return;
+        ++n.missed;
+        if (best_start > 0) n.start.push_back(best_start);
+        if (best_end > 0) n.end.push_back(best_end);
+      });
+  TimeNs widest = 0;
+  for (auto& [edge, n] : needs) {
+    const TimeNs ws = ChooseSkewWindow(n.start, n.children);
+    const TimeNs we = ChooseSkewWindow(n.end, n.children);
+    if (ws == 0 && we == 0) continue;
+    state->windows[edge] = {ws, we};
+    widest = std::max({widest, ws, we});
+    EdgeSkew e;
+    e.caller = table.names[static_cast<NodeId>(edge >> 32)];
+    e.callee = table.names[static_cast<NodeId>(edge & 0xFFFFFFFFu)];
+    e.start_window_s = trace::NsToSeconds(ws);
+    e.end_window_s = trace::NsToSeconds(we);
+    e.children = n.children;
+    e.missed = n.missed;
+    state->skew.push_back(std::move(e));
+  }
+  std::sort(state->skew.begin(), state->skew.end(),
+            [](const EdgeSkew& a, const EdgeSkew& b) {
+              return std::tie(a.caller, a.callee) <
+                     std::tie(b.caller, b.callee);
+            });
+  params->skew_window = widest;
+}
+
+namespace {
+
+// One round of CorrectClocks: returns whether any clock moved.
+bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
+                       SkewState* state, InputStats* stats) {
+  std::vector<Pair>& pairs = table->pairs;
+  const size_t n_nodes = table->names.size();
+  {
+    // The clocks are preprocessing shared by every way of choosing
+    // parents: the first assignment is the default model's (or more
+    // passes), without pathids, so that the baselines and evaluation's
+    // cheating run are compared after the same skew handling.
+    Params first = *params;
+    first.use_pathids = false;
+    first.assign = Assign::kModel;
+    first.refine_passes =
+        std::max(params->refine_passes, Params().refine_passes);
+    first.timeline_passes =
+        std::max(params->timeline_passes, Params().timeline_passes);
+    AssignParents(first, state->windows, scale, table, stats);
+  }
+  std::unordered_map<uint64_t, EdgeClockEvidence> evidence;
+  auto edge = [&](const Pair& p) -> EdgeClockEvidence& {
+    EdgeClockEvidence& e = evidence[CallTable::EdgeKey(p)];
+    e.caller = p.caller;
+    e.callee = p.callee;
+    return e;
+  };
+  TimeNs t0 = std::numeric_limits<TimeNs>::max(),
+         t1 = std::numeric_limits<TimeNs>::min();
+  for (const Pair& c : pairs) {
+    if (c.ret < 0) continue;
+    t0 = std::min(t0, c.call);
+    t1 = std::max(t1, c.call);
+    EdgeClockEvidence& ce = edge(c);
+    if (!c.imputed) ce.latencies.push_back({c.call, c.ret - c.call});
+    if (c.parent == kNone) continue;
+    const Pair& p = pairs[c.parent];
+    edge(p).child_starts.push_back({c.call, c.call - p.call});
+    // A child made after its parent returned (an asynchronous server)
+    // says nothing about the order of the two returns.
+    if (!c.imputed && !p.imputed && c.call <= p.ret) {
+      ce.parent_ends.push_back({c.ret, p.ret - c.ret});
+    }
+  }
+  std::vector<EdgeClockEvidence> edges;
+  edges.reserve(evidence.size());
+  for (auto& [key, e] : evidence) edges.push_back(std::move(e));
+  std::sort(edges.begin(), edges.end(),
+            [](const EdgeClockEvidence& a, const EdgeClockEvidence& b) {
+              return std::tie(a.caller, a.callee) <
+                     std::tie(b.caller, b.callee);
+            });
+  const ClockCorrection clocks = SolveClockOffsets(edges, n_nodes, t0, t1);
+  ResetAssignment(table);
+  if (!clocks.any())
+    return false;  // no clock disagrees: the windows stand (asynchrony)
+  ClockCorrection& total = state->clock_total;
+  if (state->observed.empty()) {
+    state->observed.resize(pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i)
+      state->observed[i] = {pairs[i].call, pairs[i].ret};
+    total.t0 = clocks.t0;
+    total.offset.assign(n_nodes, 0);
+    total.drift.assign(n_nodes, 0.0);
+  }
+  for (size_t n = 0; n < n_nodes; ++n) {
+    total.offset[n] += clocks.Offset(static_cast<NodeId>(n), total.t0);
+    total.drift[n] += clocks.drift[n];
+  }
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    Pair& p = pairs[i];
+    p.call -= clocks.Offset(p.caller, p.call);
+    if (p.ret >= 0) p.ret -= clocks.Offset(p.callee, p.ret);
+  }
+  std::vector<uint32_t>& call_order = table->call_order;
+  call_order.resize(pairs.size());
+  std::iota(call_order.begin(), call_order.end(), 0u);
+  std::stable_sort(
+      call_order.begin(), call_order.end(),
+      [&](uint32_t a, uint32_t b) { return pairs[a].call < pairs[b].call; });
+  std::stable_sort(
+      table->ret_order.begin(), table->ret_order.end(),
+      [&](uint32_t a, uint32_t b) { return pairs[a].ret < pairs[b].ret; });
+  state->windows.clear();
+  state->skew.clear();
+  EstimateSkew(*table, state, params);
+  return true;
+}
+
+}  // namespace
+
+// The windows admit a wrong parent anywhere in their width, and an offset
+// shift admits none. So when the trace needs windows, a first assignment
+// is made with them (the default model, no pathids, so that evaluation's
+// cheating run gets the same offsets), and each edge's children, parents
+// and latencies bound the offset between its two clocks
+// (SolveClockOffsets, skew.h). Every timestamp is then moved back by its
+// stamping node's offset (a call's start by the caller's, its return by
+// the callee's), the windows are worked out again for what skew is left,
+// and the parents are chosen afresh. Observed times come back before paths
+// are built (RestoreObservedTimes), so latencies and call delays are
+// reported as stamped. Each round learns from the assignment the previous
+// round's clocks allowed, so a first assignment spoilt by wide windows
+// (many requests in flight) is mended by the next; rounds stop when no
+// window is left or the offsets stop moving.
+void CorrectClocks(const BinScale& scale, CallTable* table, Params* params,
+                   SkewState* state, InputStats* stats) {
+  constexpr int kClockRounds = 3;
+  for (int round = 0; round < kClockRounds && !state->windows.empty();
+       ++round) {
+    if (!CorrectClocksOnce(scale, table, params, state, stats)) break;
+  }
+  const ClockCorrection& total = state->clock_total;
+  for (size_t n = 0; n < total.offset.size(); ++n) {
+    if (total.offset[n] != 0 || total.drift[n] != 0) {
+      state->clock_offsets.push_back({table->names[n],
+                                      trace::NsToSeconds(total.offset[n]),
+                                      total.drift[n] * 1e6});
+    }
+  }
+  std::sort(state->clock_offsets.begin(), state->clock_offsets.end(),
+            [](const NodeClockOffset& a, const NodeClockOffset& b) {
+              return a.node < b.node;
+            });
+}
+
+void RestoreObservedTimes(CallTable* table, SkewState* state) {
+  if (state->observed.empty()) return;
+  for (size_t i = 0; i < table->pairs.size(); ++i) {
+    table->pairs[i].call = state->observed[i].first;
+    table->pairs[i].ret = state->observed[i].second;
+  }
+  state->observed.clear();
+  state->observed.shrink_to_fit();
+}
+
+}  // namespace bbprof::nesting
