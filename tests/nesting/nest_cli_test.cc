@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -21,13 +23,15 @@ using bbprof::testing::RunCli;
 using bbprof::testing::TempDir;
 
 const char kTrace[] =
-    "0.000 CALL client WS 1\n0.001 CALL WS DB 2\n0.0035 RET DB WS 2\n0.004 RET WS client 1\n";
+    "0.000 CALL client WS 1\n0.001 CALL WS DB 2\n0.0035 RET DB WS 2\n0.004 RET "
+    "WS client 1\n";
 
 TEST(NestCliTest, WritesReportAndJson) {
   TempDir dir;
   std::string t = dir.Write("a.trace", kTrace);
   std::string out;
-  ASSERT_EQ(RunCli("nest " + t + " --json " + dir.File("r.json"), &out), 0) << out;
+  ASSERT_EQ(RunCli("nest " + t + " --json " + dir.File("r.json"), &out), 0)
+      << out;
   EXPECT_NE(out.find("clients->WS(DB)"), std::string::npos) << out;
   EXPECT_NE(out.find("most time added by DB"), std::string::npos) << out;
   auto j = nlohmann::json::parse(ReadFile(dir.File("r.json")));
@@ -136,20 +140,21 @@ TEST(NestCliTest, InvalidUtf8AndControlBytesAreRefusedAtReadTime) {
 // same evaluation.
 TEST(NestCliTest, TextAndBinaryFormsOfATraceGiveTheSameResult) {
   TempDir dir;
-  const std::string sample = std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace";
+  const std::string sample =
+      std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace";
   std::string text = dir.File("t.trace"), bin = dir.File("t.bbt");
   std::string out;
   ASSERT_EQ(RunCli("convert " + sample + " " + text, &out), 0) << out;
   ASSERT_EQ(RunCli("convert " + text + " " + bin, &out), 0) << out;
   for (const std::string* t : {&text, &bin}) {
     const std::string name = t == &text ? "text" : "bin";
-    ASSERT_EQ(RunCli("nest " + *t + " -q --json " + dir.File(name + ".json") + " --requests " +
-                         dir.File(name + ".otlp.json"),
+    ASSERT_EQ(RunCli("nest " + *t + " -q --json " + dir.File(name + ".json") +
+                         " --requests " + dir.File(name + ".otlp.json"),
                      &out),
               0)
         << out;
-    ASSERT_EQ(RunCli("eval " + dir.File(name + ".json") + " --truth " + *t + " -q --json " +
-                         dir.File(name + ".eval.json"),
+    ASSERT_EQ(RunCli("eval " + dir.File(name + ".json") + " --truth " + *t +
+                         " -q --json " + dir.File(name + ".eval.json"),
                      &out),
               0)
         << out;
@@ -172,12 +177,14 @@ nlohmann::json NestAndEval(TempDir& dir, const std::string& trace,
   const std::string r = dir.File(tag + ".json");
   const std::string e = dir.File(tag + ".eval.json");
   std::string out;
-  EXPECT_EQ(RunCli("nest " + trace + " -q " + flags + " --json " + r + " --requests " +
-                       dir.File(tag + ".otlp.json"),
+  EXPECT_EQ(RunCli("nest " + trace + " -q " + flags + " --json " + r +
+                       " --requests " + dir.File(tag + ".otlp.json"),
                    &out),
             0)
       << out;
-  EXPECT_EQ(RunCli("eval " + r + " --truth " + trace + " -q --json " + e, &out), 0) << out;
+  EXPECT_EQ(RunCli("eval " + r + " --truth " + trace + " -q --json " + e, &out),
+            0)
+      << out;
   auto result = nlohmann::json::parse(ReadFile(r));
   auto eval = nlohmann::json::parse(ReadFile(e));
   eval["result_params"] = result["params"];
@@ -188,8 +195,8 @@ nlohmann::json NestAndEval(TempDir& dir, const std::string& trace,
 std::string MakeSample(TempDir& dir, const std::string& name) {
   const std::string t = dir.File(name + ".bbt");
   std::string out;
-  EXPECT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) + "/samples/" + name +
-                       ".conf -q --messages 60000 --seed 3 -o " + t,
+  EXPECT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) + "/samples/" +
+                       name + ".conf -q --messages 60000 --seed 3 -o " + t,
                    &out),
             0)
       << out;
@@ -207,9 +214,9 @@ TEST(NestCliTest, RefinementMakesFewerMistakesThanTheGreedyPass) {
   const std::string t = MakeSample(dir, "children-parallel");
   double fn[2];
   for (int passes : {0, 1}) {
-    auto eval = NestAndEval(dir, t,
-                            "--timeline-passes 0 --refine-passes " + std::to_string(passes),
-                            "r" + std::to_string(passes));
+    auto eval = NestAndEval(
+        dir, t, "--timeline-passes 0 --refine-passes " + std::to_string(passes),
+        "r" + std::to_string(passes));
     EXPECT_EQ(eval["result_params"]["refine_passes"], passes);
     fn[passes] = eval["instances"]["false_negative_rate"];
   }
@@ -255,7 +262,8 @@ TEST(NestCliTest, TimelinePassesKeepAddedDelayLatenciesExact) {
   double lat_on = on["latency"]["relative_error_weighted"];
   EXPECT_LT(lat_on, 0.01) << "without the timeline " << lat_off;
   EXPECT_LT(lat_on, lat_off);
-  EXPECT_LE(on["patterns"]["inferred"].get<int>(), off["patterns"]["inferred"].get<int>());
+  EXPECT_LE(on["patterns"]["inferred"].get<int>(),
+            off["patterns"]["inferred"].get<int>());
   EXPECT_EQ(on["patterns"]["false_negatives"], 0);
 }
 
@@ -362,7 +370,8 @@ TEST(NestCliTest, EmptyAndBadTracesFailClearly) {
   EXPECT_NE(out.find("has no messages"), std::string::npos) << out;
   EXPECT_EQ(RunCli("nest " + dir.Write("m.trace", "0.0 MSG A B -\n"), &out), 1);
   EXPECT_NE(out.find("no CALL has a matching RET"), std::string::npos) << out;
-  EXPECT_EQ(RunCli("nest " + dir.Write("b.trace", "0.0 CALLX A B 1\n"), &out), 1);
+  EXPECT_EQ(RunCli("nest " + dir.Write("b.trace", "0.0 CALLX A B 1\n"), &out),
+            1);
   EXPECT_NE(out.find("b.trace:1"), std::string::npos) << out;
   EXPECT_EQ(RunCli("nest " + dir.File("missing.trace"), &out), 1);
 }
@@ -575,10 +584,67 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
 // choice and the timeline passes run on parts that share no candidate, the
 // timeline model's counts are summed over parts, and the pattern table's
 // parts own whole patterns, so every thread count gives the same bytes:
-// the JSON and every request's parent. On samples (a high-parallelism one, where
-// most calls share a component; a skewed, asynchronous one; ops keyed),
+// the JSON and every request's parent. On samples (a high-parallelism one,
+// where most calls share a component; a skewed, asynchronous one; ops keyed),
 // on maketrace traces at several seeds with message loss, and under the
 // flags that change the passes. A bad count is a usage error.
+// A text trace for ThreadsGiveTheSameResultAsOne that stresses pairing:
+// client-facing front ends F0..F63 each call a back end B0..B3 per request,
+// with numeric callids that repeat every 5 requests on a key, missing
+// callids ("-") on every 7th, a return stamped 0.2 ms before its call on
+// every 11th (sorted into the file before the CALL), and every 13th back-end
+// return lost.
+std::string PairingStressTrace() {
+  struct Line {
+    int64_t ns;
+    int order;
+    std::string text;
+  };
+  std::vector<Line> lines;
+  uint64_t x = 12345;
+  auto rnd = [&x](uint64_t n) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33) % n;
+  };
+  auto ts = [](int64_t ns) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%lld.%09lld",
+                  static_cast<long long>(1000000000 + ns / 1000000000),
+                  static_cast<long long>(ns % 1000000000));
+    return std::string(buf);
+  };
+  int order = 0;
+  auto add = [&](int64_t ns, const std::string& kind, const std::string& from,
+                 const std::string& to, const std::string& id) {
+    lines.push_back(
+        {ns, order++,
+         ts(ns) + "\t" + kind + "\t" + from + "\t" + to + "\t" + id});
+  };
+  for (int r = 0; r < 3000; ++r) {
+    const int64_t start = static_cast<int64_t>(r) * 150000 + rnd(100000);
+    const std::string front = "F" + std::to_string(rnd(64));
+    const std::string back = "B" + std::to_string(rnd(4));
+    const std::string cid = std::to_string(r);
+    const std::string bid =
+        r % 7 == 0 ? "-" : std::to_string(r % 5);  // repeats, missing
+    const int64_t call = start + 50000 + rnd(20000);
+    const int64_t work = 100000 + rnd(300000);
+    add(start, "CALL", "client", front, cid);
+    add(call, "CALL", front, back, bid);
+    if (r % 13 != 0) {
+      add(r % 11 == 0 ? call - 200000 : call + work, "RET", back, front, bid);
+    }
+    add(call + work + 30000 + rnd(20000), "RET", front, "client", cid);
+  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const Line& a, const Line& b) {
+                     return a.ns != b.ns ? a.ns < b.ns : a.order < b.order;
+                   });
+  std::string text = "#bbprof-trace 1\n";
+  for (const Line& l : lines) text += l.text + "\n";
+  return text;
+}
+
 TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   TempDir dir;
   std::vector<std::pair<std::string, std::string>> runs;  // trace, flags
@@ -608,6 +674,15 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   }
   runs.emplace_back(
       std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace", "");
+  // Pairing under stress: many keys (64 callers), callids that repeat
+  // (FIFO per key) or are missing, returns stamped before their call (a
+  // slow callee clock, claimed under a skew window), lost returns, and a
+  // pending-call limit that evicts (globally oldest first).
+  const std::string stress = dir.Write("pairing.trace", PairingStressTrace());
+  runs.emplace_back(stress, "");
+  runs.emplace_back(stress, "--skew-window 0.0004");
+  runs.emplace_back(stress, "--skew-window 0.0004 --max-pending-calls 6");
+  runs.emplace_back(stress, "--max-pending-calls 3");
   int k = 0;
   for (const auto& [trace, flags] : runs) {
     std::string one_json, one_requests;
@@ -628,6 +703,11 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
         one_json = j.dump();
         one_requests = ReadFile(requests);
         EXPECT_FALSE(j["patterns"].empty()) << trace << " " << flags;
+        // The stress cases do stress: the limit evicts.
+        if (flags.find("--max-pending-calls") != std::string::npos) {
+          EXPECT_GT(j["input"]["pending_calls_evicted"].get<int64_t>(), 0)
+              << flags;
+        }
         continue;
       }
       EXPECT_EQ(j.dump(), one_json)
