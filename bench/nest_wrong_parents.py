@@ -10,8 +10,12 @@ UNSKEWED_TRACE (the capture before `skewer`), times are read from it, so that
 
 Prints, as eval's request accuracy counts them (docs/nesting.md):
   - requests and wrong requests (a request is wrong when one of its calls has
-    a parent of another request, or one of its calls is another request's
-    parent); this equals `bbprof eval`'s request_accuracy;
+    a parent of another request, is in no exported request, or is another
+    request's parent); on a capture as taken this equals `bbprof eval`'s
+    request_accuracy. On a skewed copy given with UNSKEWED_TRACE, the true
+    parents are those of the capture's own times, where eval's truth is its
+    engine run with pathids under the clocks and windows the result
+    estimated (docs/nesting.md), so the two can differ;
   - wrong calls by edge and by kind: no parent, a parent without a pathid,
     another request's call that encloses the child or not, and whether that
     call arrived after the true trigger (the latest-arriving call of the
@@ -133,8 +137,9 @@ def main():
             order[(c["caller"] + "->" + c["callee"],
                    trigger["caller"] + "->" + trigger["callee"])].append(
                        (p["start"], p["end"], trigger["start"], first_ret))
-        if c["i"] not in par:
+        if c["i"] not in par:  # in no exported request: lost
             stats[("not exported", edge)] += 1
+            wrong.add(c["pid"])
             continue
         chosen = par[c["i"]]
         if (chosen is None) if not own else (chosen in (enc or own)):
