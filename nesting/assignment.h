@@ -68,6 +68,22 @@ inline bool HasCrowdedCandidate(const CallTable& table, uint32_t child) {
   return false;
 }
 
+// Whether `parent` lies in `child`'s subtree, so that nesting the child
+// under it would close a cycle. Under a skew window two calls in opposite
+// directions (py -> node and node -> py) can each enclose the other
+// within the window, and each become the other's parent: then neither is
+// reachable from a root, and the whole request is lost from the paths and
+// the export.
+inline bool WouldCycle(const CallTable& table, uint32_t child,
+                       uint32_t parent) {
+  int depth = 0;
+  for (uint32_t p = parent; p != kNone && depth <= kMaxDepth;
+       p = table.pairs[p].parent, ++depth) {
+    if (p == child) return true;
+  }
+  return false;
+}
+
 // The paper's penalties (5.1.1.3) for giving child c to parent p: c
 // children already assigned to p count as (1 + c)^-exponent for the
 // overlapping-, same- and generic-child penalties. (The paper writes

@@ -14,14 +14,18 @@ namespace {
 
 // The candidate with the highest score times the penalties; ties go to
 // the earliest parent.
+// Candidates in the call's own subtree (WouldCycle) are left out unless
+// `allow_cycles`.
 uint32_t BestParent(const Scoreboards& boards, const Penalties& penalties,
-                    const CallTable& table, uint32_t child) {
+                    const CallTable& table, uint32_t child,
+                    bool allow_cycles = false) {
   const std::vector<Pair>& pairs = table.pairs;
   const Pair& c = pairs[child];
   double best = -1;
   uint32_t best_parent = kNone;
   for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
     uint32_t pi = table.cands[k];
+    if (!allow_cycles && WouldCycle(table, child, pi)) continue;
     const Pair& p = pairs[pi];
     double score = boards.Score(table, pi, child);
     score *= penalties.Factor(table, p, c);
@@ -31,6 +35,40 @@ uint32_t BestParent(const Scoreboards& boards, const Penalties& penalties,
     }
   }
   return best_parent;
+}
+
+// A call every candidate of which lies in its own subtree (a cycle of two
+// calls that enclose each other within a skew window) would have no
+// parent, and a call with candidates but no parent is in no path. So it
+// takes its best candidate p after all, and the call below it on the way
+// to p (its child X on that chain) leaves it and chooses again among its
+// other candidates.
+void AttachBreakingCycle(const Scoreboards& boards, const Penalties& penalties,
+                         CallTable* table, uint32_t child) {
+  const uint32_t p =
+      BestParent(boards, penalties, *table, child, /*allow_cycles=*/true);
+  if (p == kNone) return;
+  if (!WouldCycle(*table, child, p)) {
+    Attach(table, child, p);
+    return;
+  }
+  uint32_t x = p;
+  while (table->pairs[x].parent != child) x = table->pairs[x].parent;
+  Detach(table, x);
+  Attach(table, child, p);
+  const uint32_t again = BestParent(boards, penalties, *table, x);
+  if (again != kNone) Attach(table, x, again);
+}
+
+// The best parent that closes no cycle, or else AttachBreakingCycle.
+void AttachBest(const Scoreboards& boards, const Penalties& penalties,
+                CallTable* table, uint32_t child) {
+  const uint32_t parent = BestParent(boards, penalties, *table, child);
+  if (parent != kNone) {
+    Attach(table, child, parent);
+  } else {
+    AttachBreakingCycle(boards, penalties, table, child);
+  }
 }
 
 }  // namespace
@@ -63,15 +101,17 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
     RunParts(n_parts, [&](int part) {
       for (uint32_t child : parts[part]) {
         const Pair& c = pairs[child];
-        uint32_t pick = cands[c.cand_begin];
+        uint32_t pick = kNone;
         for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+          if (WouldCycle(*table, child, cands[k])) continue;
           const Pair& p = pairs[cands[k]];
+          if (pick == kNone) pick = cands[k];
           if (p.call <= c.call && p.ret >= c.call) {
             pick = cands[k];
             break;
           }
         }
-        Attach(table, child, pick);
+        if (pick != kNone) Attach(table, child, pick);
       }
     });
     return;
@@ -79,7 +119,7 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
   const Penalties penalties(params);
   RunParts(n_parts, [&](int part) {
     for (uint32_t child : parts[part]) {
-      Attach(table, child, BestParent(boards, penalties, *table, child));
+      AttachBest(boards, penalties, table, child);
     }
     for (int pass = 0; pass < params.refine_passes; ++pass) {
       for (uint32_t child : parts[part]) {
@@ -88,8 +128,8 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
         // Detaching from a parent with thousands of children walks them
         // all.
         if (HasCrowdedCandidate(*table, child)) continue;
-        Detach(table, child);
-        Attach(table, child, BestParent(boards, penalties, *table, child));
+        if (c.parent != kNone) Detach(table, child);
+        AttachBest(boards, penalties, table, child);
       }
     }
   });

@@ -1,6 +1,7 @@
 #include "nesting/timeline.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -42,14 +43,16 @@ class TimelineModel {
           if (c.cand_end - c.cand_begin < 2) continue;  // no choice
           if (HasCrowdedCandidate(*table_, child)) continue;
           const uint32_t previous = c.parent;
-          Detach(child);
+          if (previous != kNone) Detach(child);
           const TimelineChoice choice =
               ChooseByTimeline(scratch, child, previous);
           if (choice.swap != kNone) {
             Detach(choice.swap);
             Attach(choice.swap, previous);
           }
-          Attach(child, choice.parent);
+          // None only when every candidate lies in the call's own subtree
+          // and it had no parent (see AttachBreakingCycle).
+          if (choice.parent != kNone) Attach(child, choice.parent);
         }
       });
     }
@@ -148,6 +151,7 @@ class TimelineModel {
     std::vector<Kid> kids;
     std::vector<uint32_t> after;
     std::vector<std::pair<int, uint32_t>> spawned;
+    std::vector<std::pair<uint32_t, int>> grand, grand_mine;  // GrandchildGain
   };
 
   // Calls gap(key, delay) for each child, set(context, multiset) for each
@@ -352,6 +356,203 @@ class TimelineModel {
     }
     unseen_index_.Build(items);
     score_cache_.assign(pairs_.size(), std::numeric_limits<float>::quiet_NaN());
+    LearnGrandchildCounts();
+  }
+
+  // Grandchild counts, beyond the paper. The penalties of 5.1.1.3 and the
+  // multiset term above judge each parent's children alone. An aggregating
+  // server breaks that independence: a request sends it three parts, and
+  // the part that arrives last makes the one downstream call (the
+  // asynchronous fan-in of issue 13), so each part calls downstream with
+  // probability 1/3, and yet the request has exactly one such call in all.
+  // Per part, a second call on a part of the same request (and none on
+  // another request's) looks no worse than the truth. So for every call G
+  // (the request's call into the tier above) and every edge E its
+  // grandchildren use, the count of G's grandchildren on E is scored
+  // against the count that its children, each drawing its number of E
+  // calls alone from its edge's distribution, would give (the convolution
+  // of those distributions, a Poisson-binomial when counts are 0 or 1):
+  //   log P(n | G's edge, E) - log P_independent(n | G's edge, E).
+  // Where the children are independent (every maketrace sample but
+  // async-fanin: a server's calls depend on its own call only) the two
+  // agree and the term is about zero; where siblings share a request's
+  // work it is what the per-parent terms cannot see. Both distributions
+  // are learned from the current assignment, like the rest (hard EM).
+  // Counts of kGrandchildCap and more share a bin.
+  static constexpr int kGrandchildCap = 4;
+  using CountDist = std::array<double, kGrandchildCap + 1>;
+  static uint64_t PairKey(uint32_t a, uint32_t b) {
+    return (uint64_t{a} << 32) | b;
+  }
+
+  // The children of `p` (less `exclude`) by edge: (edge, count) pairs.
+  void CountChildren(uint32_t p, uint32_t exclude,
+                     std::vector<std::pair<uint32_t, int>>* out) const {
+    for (uint32_t c = pairs_[p].first_child; c != kNone;
+         c = pairs_[c].next_sibling) {
+      if (c == exclude) continue;
+      const uint32_t e = edge_of_[c];
+      auto it = std::find_if(out->begin(), out->end(),
+                             [e](const auto& x) { return x.first == e; });
+      if (it == out->end()) {
+        out->emplace_back(e, 1);
+      } else {
+        ++it->second;
+      }
+    }
+  }
+
+  // The grandchildren of `g` by edge, leaving out child `exclude` with its
+  // children, and the grandchild `exclude` if it is one.
+  // False, with nothing counted, when g or one of those children is
+  // crowded (see Crowded).
+  bool CountGrandchildren(uint32_t g, uint32_t exclude,
+                          std::vector<std::pair<uint32_t, int>>* out) const {
+    out->clear();
+    if (Crowded(g)) return false;
+    for (uint32_t p = pairs_[g].first_child; p != kNone;
+         p = pairs_[p].next_sibling) {
+      if (p == exclude) continue;
+      if (Crowded(p)) {
+        out->clear();
+        return false;
+      }
+      CountChildren(p, exclude, out);
+    }
+    return true;
+  }
+
+  static int CountOf(const std::vector<std::pair<uint32_t, int>>& counts,
+                     uint32_t e) {
+    for (const auto& [edge, n] : counts) {
+      if (edge == e) return n;
+    }
+    return 0;
+  }
+
+  void LearnGrandchildCounts() {
+    grand_index_.clear();
+    grand_log_.clear();
+    // Per (edge of a call, edge of its children): the distribution of the
+    // number of such children per call; and per edge, the child edges.
+    std::unordered_map<uint64_t, CountDist> child_dist;
+    std::unordered_map<uint32_t, double> calls_on_edge;
+    std::unordered_map<uint32_t, std::vector<uint32_t>> child_edges;
+    std::vector<std::pair<uint32_t, int>> counts;
+    for (uint32_t p = 0; p < pairs_.size(); ++p) {
+      if (pairs_[p].ret < 0) continue;
+      calls_on_edge[edge_of_[p]] += 1;
+      counts.clear();
+      CountChildren(p, kNone, &counts);
+      for (const auto& [e, n] : counts) {
+        auto [it, inserted] = child_dist.try_emplace(PairKey(edge_of_[p], e));
+        if (inserted) {
+          it->second.fill(0.0);
+          child_edges[edge_of_[p]].push_back(e);
+        }
+        it->second[std::min(n, kGrandchildCap)] += 1;
+      }
+    }
+    for (auto& [key, d] : child_dist) {
+      const double total = calls_on_edge[static_cast<uint32_t>(key >> 32)];
+      double seen = 0;
+      for (double x : d) seen += x;
+      d[0] += total - seen;  // the calls with none
+      for (double& x : d) x /= total;
+    }
+    // Per (edge of G, grandchild edge): observed counts, and the expected
+    // distribution under independent children.
+    std::unordered_map<uint64_t, std::pair<CountDist, CountDist>> grand;
+    std::vector<uint32_t> edges;
+    for (uint32_t g = 0; g < pairs_.size(); ++g) {
+      if (pairs_[g].first_child == kNone || Crowded(g)) continue;
+      edges.clear();
+      for (uint32_t p = pairs_[g].first_child; p != kNone;
+           p = pairs_[p].next_sibling) {
+        auto it = child_edges.find(edge_of_[p]);
+        if (it != child_edges.end())
+          edges.insert(edges.end(), it->second.begin(), it->second.end());
+      }
+      if (edges.empty() || !CountGrandchildren(g, kNone, &counts)) continue;
+      std::sort(edges.begin(), edges.end());
+      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+      for (uint32_t e : edges) {
+        CountDist independent{};
+        independent[0] = 1;
+        for (uint32_t p = pairs_[g].first_child; p != kNone;
+             p = pairs_[p].next_sibling) {
+          auto it = child_dist.find(PairKey(edge_of_[p], e));
+          if (it == child_dist.end()) continue;
+          CountDist sum{};
+          for (int i = 0; i <= kGrandchildCap; ++i) {
+            for (int j = 0; j <= kGrandchildCap; ++j) {
+              sum[std::min(i + j, kGrandchildCap)] +=
+                  independent[i] * it->second[j];
+            }
+          }
+          independent = sum;
+        }
+        auto [it, inserted] = grand.try_emplace(PairKey(edge_of_[g], e));
+        if (inserted) {
+          it->second.first.fill(0.0);
+          it->second.second.fill(0.0);
+        }
+        it->second.first[std::min(CountOf(counts, e), kGrandchildCap)] += 1;
+        for (int i = 0; i <= kGrandchildCap; ++i)
+          it->second.second[i] += independent[i];
+      }
+    }
+    // Both with the multisets' half observation per count never seen.
+    for (const auto& [key, dists] : grand) {
+      double total = 0;
+      for (double x : dists.first) total += x;
+      total += 0.5 * (kGrandchildCap + 1);
+      grand_index_[key] = static_cast<uint32_t>(grand_log_.size());
+      for (int n = 0; n <= kGrandchildCap; ++n) {
+        grand_log_.push_back(
+            static_cast<float>(std::log((dists.first[n] + 0.5) / total) -
+                               std::log((dists.second[n] + 0.5) / total)));
+      }
+    }
+  }
+
+  // The grandchild term's change as G's count on edge e goes from n to m.
+  double GrandchildLogRatio(uint32_t g_edge, uint32_t e, int n, int m) const {
+    auto it = grand_index_.find(PairKey(g_edge, e));
+    if (it == grand_index_.end()) return 0;
+    return grand_log_[it->second + std::min(m, kGrandchildCap)] -
+           grand_log_[it->second + std::min(n, kGrandchildCap)];
+  }
+
+  // What giving child c (off its parent, or on p: then as if off) to p
+  // changes in the grandchild terms: one more grandchild on c's edge under
+  // p's parent, and c's children become grandchildren of p.
+  double GrandchildGain(Scratch& scratch, uint32_t c, uint32_t p) {
+    double sum = 0;
+    auto& counts = scratch.grand;
+    const uint32_t g = pairs_[p].parent;
+    if (g != kNone && CountGrandchildren(g, c, &counts)) {
+      const int n = CountOf(counts, edge_of_[c]);
+      sum += GrandchildLogRatio(edge_of_[g], edge_of_[c], n, n + 1);
+    }
+    if (pairs_[c].first_child != kNone && !Crowded(c) &&
+        CountGrandchildren(p, c, &counts)) {
+      auto& mine = scratch.grand_mine;
+      mine.clear();
+      CountChildren(c, kNone, &mine);
+      for (const auto& [e, k] : mine) {
+        const int n = CountOf(counts, e);
+        sum += GrandchildLogRatio(edge_of_[p], e, n, n + k);
+      }
+    }
+    return sum;
+  }
+
+  // A call with more children than the timeline scores (a session that
+  // encloses a whole capture), and its parent, get no grandchild term:
+  // walking those grandchildren would make the passes quadratic.
+  bool Crowded(uint32_t g) const {
+    return pairs_[g].children > kTimelineMaxChildren;
   }
 
   double LogDensity(uint64_t key, TimeNs delay) const {
@@ -422,10 +623,12 @@ class TimelineModel {
               -std::numeric_limits<double>::infinity());
     for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
       uint32_t pi = cands_[k];
+      if (WouldCycle(*table_, child, pi)) continue;
       const Pair& p = pairs_[pi];
       double gain = TimelineLogLikelihood(scratch, pi, child) -
                     CachedLogLikelihood(scratch, pi) +
-                    penalties_.Log(*table_, p, c);
+                    penalties_.Log(*table_, p, c) +
+                    GrandchildGain(scratch, child, pi);
       if (choice.parent == kNone || gain > best ||
           (gain == best && p.call < pairs_[choice.parent].call)) {
         best = gain;
@@ -453,7 +656,8 @@ class TimelineModel {
         const Pair& dp = pairs_[d];
         if (std::find(cands_.begin() + dp.cand_begin,
                       cands_.begin() + dp.cand_end,
-                      previous) == cands_.begin() + dp.cand_end) {
+                      previous) == cands_.begin() + dp.cand_end ||
+            WouldCycle(*table_, d, previous)) {
           continue;
         }
         const double gain = TimelineLogLikelihood(scratch, r, child, d) -
@@ -462,7 +666,10 @@ class TimelineModel {
                             CachedLogLikelihood(scratch, previous) +
                             penalties_.Log(*table_, pairs_[r], c, d) +
                             penalties_.Log(*table_, prev, dp) -
-                            penalties_.Log(*table_, pairs_[r], dp, d);
+                            penalties_.Log(*table_, pairs_[r], dp, d) +
+                            GrandchildGain(scratch, child, r) -
+                            GrandchildGain(scratch, d, r) +
+                            GrandchildGain(scratch, d, previous);
         if (gain > best) {
           best = gain;
           choice = {r, d};
@@ -486,6 +693,10 @@ class TimelineModel {
   std::vector<float> log_p_;
   std::vector<float> score_cache_;
   std::vector<Scratch> scratch_;  // by part
+  // Grandchild terms (LearnGrandchildCounts): per (edge of G, grandchild
+  // edge) the offset of its log ratios in grand_log_.
+  std::unordered_map<uint64_t, uint32_t> grand_index_;
+  std::vector<float> grand_log_;
 };
 
 }  // namespace
