@@ -376,7 +376,6 @@ int Run(std::span<const std::string> args) {
                         : std::string()));
   }
 
-
   if (live) {
     // As tcpdump does: tells a person (or a script waiting to start load)
     // that packets are being captured from now on.
