@@ -11,11 +11,13 @@ UNSKEWED_TRACE (the capture before `skewer`), times are read from it, so that
 Prints, as eval's request accuracy counts them (docs/nesting.md):
   - requests and wrong requests (a request is wrong when one of its calls has
     a parent of another request, is in no exported request, or is another
-    request's parent); on a capture as taken this equals `bbprof eval`'s
-    request_accuracy. On a skewed copy given with UNSKEWED_TRACE, the true
-    parents are those of the capture's own times, where eval's truth is its
-    engine run with pathids under the clocks and windows the result
-    estimated (docs/nesting.md), so the two can differ;
+    request's parent). A call under several calls of its own request into
+    its caller must be under one that encloses it, where `bbprof eval`
+    takes any of them (it has no true times); otherwise the rule is eval's.
+    On a capture as taken, and on a skewed copy given with UNSKEWED_TRACE,
+    it gave eval's request accuracy on every capture measured (docs/
+    benchmarks.md); on a skewed copy without it, "encloses" reads skewed
+    clocks and the figure is lower;
   - wrong calls by edge and by kind: no parent, a parent without a pathid,
     another request's call that encloses the child or not, and whether that
     call arrived after the true trigger (the latest-arriving call of the
@@ -38,7 +40,10 @@ def ns(s):
 
 
 def read_trace(path):
-    calls, pending = [], {}
+    """Calls in trace order, each with its return's time. On a skewed copy a
+    return can come before its call in the file (the callee's clock runs
+    ahead): it waits for its call, as nest's pairing lets it."""
+    calls, pending, early = [], {}, {}
     with open(path) as f:
         for line in f:
             if line.startswith("#"):
@@ -51,11 +56,17 @@ def read_trace(path):
                 c = dict(caller=src, callee=dst, callid=cid, start=t, end=None, pid=pid,
                          op=op, i=len(calls))
                 calls.append(c)
-                pending.setdefault((src, dst, cid), collections.deque()).append(c)
+                q = early.get((src, dst, cid))
+                if q:
+                    c["end"] = q.popleft()
+                else:
+                    pending.setdefault((src, dst, cid), collections.deque()).append(c)
             elif kind == "RET":
                 q = pending.get((dst, src, cid))
                 if q:
                     q.popleft()["end"] = t
+                else:
+                    early.setdefault((dst, src, cid), collections.deque()).append(t)
     return calls
 
 

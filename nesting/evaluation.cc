@@ -49,10 +49,24 @@ void ScoreRequestTrees(const std::vector<CallInfo>& truth,
                        const std::vector<uint32_t>& inferred_parent,
                        Evaluation* e) {
   const auto n = static_cast<uint32_t>(truth.size());
+  // The ids alone say which node each request reaches: (pathid, node) for
+  // every matched call of the request into the node. No clock is read, so a
+  // skewed capture scores by what the servers did, not by what the cheating
+  // run could nest under the clocks the result estimated.
+  struct PathNodeHash {
+    size_t operator()(const std::pair<uint64_t, trace::NodeId>& k) const {
+      return std::hash<uint64_t>()(k.first * 0x9E3779B97F4A7C15ull ^ k.second);
+    }
+  };
+  std::unordered_set<std::pair<uint64_t, trace::NodeId>, PathNodeHash> reached;
   std::unordered_map<uint64_t, bool> request_right;
   for (uint32_t i = 0; i < n; ++i) {
-    if (truth[i].matched && truth[i].parent == kNoParent &&
-        truth[i].pathid != 0) {
+    if (!truth[i].matched || truth[i].pathid == 0) continue;
+    reached.emplace(truth[i].pathid, truth[i].callee);
+    // A request is a pathid among the cheating run's roots (a request whose
+    // entry call lost its return is not one; under skew a request may have
+    // several roots there, still one request).
+    if (truth[i].parent == kNoParent) {
       request_right.emplace(truth[i].pathid, true);
     }
   }
@@ -61,22 +75,29 @@ void ScoreRequestTrees(const std::vector<CallInfo>& truth,
     if (it != request_right.end()) it->second = false;
   };
   for (uint32_t i = 0; i < n; ++i) {
+    if (!truth[i].matched || truth[i].pathid == 0) continue;
+    const uint64_t p = truth[i].pathid;
     const uint32_t ip = inferred_parent[i];
-    if (!truth[i].matched || truth[i].pathid == 0 || ip == truth[i].parent) {
-      continue;
-    }
     const bool ip_is_call = ip < n;
-    // Under a parent of its own request, a call is right even if the
-    // cheating run chose another: when several calls of one request are
-    // open at the caller (the fan-in of an aggregating service), request ids
-    // cannot tell which of them caused it.
-    if (ip_is_call && truth[i].parent != kNoParent &&
-        truth[ip].pathid == truth[i].pathid) {
-      continue;
+    bool right;
+    if (reached.count({p, truth[i].caller})) {
+      // Inside its request: any call of the request into the caller is a
+      // right parent. Request ids cannot tell which of several such calls
+      // caused it (the fan-in of an aggregating service), and a parent must
+      // be a call into the caller.
+      right = ip_is_call && truth[ip].pathid == p &&
+              truth[ip].callee == truth[i].caller;
+    } else {
+      // The request's entry: the request reaches its caller by no call with
+      // an id, so it is a root, or the child of a call without an id (a
+      // client that sends none, where the first server adds the id); for
+      // that parent only the cheating run can say.
+      right = ip == truth[i].parent;
     }
-    mark_wrong(truth[i].pathid);
+    if (right) continue;
+    mark_wrong(p);
     // The request it was wrongly put under is wrong too.
-    if (ip_is_call) mark_wrong(truth[ip].pathid);
+    if (ip_is_call && truth[ip].pathid != 0) mark_wrong(truth[ip].pathid);
   }
   e->requests = request_right.size();
   e->requests_correct = 0;

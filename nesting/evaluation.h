@@ -64,11 +64,14 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
 // Request accuracy (the metric of issue 13): the share of true requests
 // (distinct pathids of true root calls) whose whole inferred tree is right.
 // `inferred_parent[i]` is call i's inferred parent: kNoParent for a root, a
-// call index, or any other value for "not inferred" (wrong). Calls without a
-// pathid (a protocol that carries no request id) are not judged; a call put
-// under another call of its own request is right (request ids cannot tell
-// fan-in siblings apart); a call put under another request makes both
-// wrong. Fills e->requests, requests_correct and request_accuracy.
+// call index, or any other value for "not inferred" (wrong). Judged by the
+// pathids, never by the clocks: a call whose request reaches its caller
+// (some matched call with its pathid goes into that node) is right under any
+// call of its own request into the caller (request ids cannot tell fan-in
+// siblings apart); a request's entry call is right with the cheating run's
+// parent (a root, or a call without a pathid). Calls without a pathid are
+// not judged. A call put under another request makes both wrong. Fills
+// e->requests, requests_correct and request_accuracy.
 void ScoreRequestTrees(const std::vector<CallInfo>& truth,
                        const std::vector<uint32_t>& inferred_parent,
                        Evaluation* e);
