@@ -103,10 +103,11 @@ class TimelineModel {
   static constexpr uint32_t kAfterReturn = (1u << kEdgeBits) - 3;
   // Burst order (see ChainBursts): the gap of a child from the call of the
   // previous child on its edge spawned by the same anchor is keyed
-  // GapKey(parent edge, kBurst, child edge); the gap of the first of them
-  // from the anchor, kFirst | GapKey(parent edge, anchor, child edge).
+  // GapKey(parent edge, kBurst, child edge). Learning also counts the gaps
+  // of those later children from their anchor under kLater | their
+  // anchor's key.
   static constexpr uint32_t kBurst = (1u << kEdgeBits) - 4;
-  static constexpr uint64_t kFirst = uint64_t{1} << 63;
+  static constexpr uint64_t kLater = uint64_t{1} << 63;
   static uint64_t GapKey(uint32_t parent_edge, uint32_t from, uint32_t to) {
     return (uint64_t{parent_edge} << (2 * kEdgeBits)) |
            (uint64_t{from} << kEdgeBits) | to;
@@ -229,7 +230,9 @@ class TimelineModel {
       }
       spawned.emplace_back(k.anchor, k.edge);
     }
-    if (groups != nullptr || has_burst_[pe]) {
+    // Learning needs two children for a burst; scoring, every child on a
+    // burst edge (the main loop left them to ChainBursts).
+    if (groups != nullptr ? n >= 2 : has_burst_[pe]) {
       ChainBursts(scratch, p, pe, gap, groups);
     }
     std::sort(spawned.begin(), spawned.end());
@@ -295,16 +298,20 @@ class TimelineModel {
       } else if (!k.burst) {
         continue;
       }
-      // Learning counts the first child under a key of its own too (for
-      // ChooseBurstEdges); scoring takes its anchor's gap.
-      const uint64_t first = groups != nullptr ? kFirst : 0;
+      // Scoring takes the anchor's gap for the first child, the previous
+      // call's for the others. Learning (which counted every child's gap
+      // from its anchor already) counts the later ones both ways, for
+      // ChooseBurstEdges.
+      const uint64_t anchor_key = k.anchor >= 0
+                                      ? GapKey(pe, kids[k.anchor].edge, k.edge)
+                                      : GapKey(pe, kArrival, k.edge);
+      const TimeNs from_anchor =
+          k.call - (k.anchor >= 0 ? kids[k.anchor].ret : p.call);
       if (later) {
         gap(GapKey(pe, kBurst, k.edge), k.call - prev->call);
-      } else if (k.anchor >= 0) {
-        gap(first | GapKey(pe, kids[k.anchor].edge, k.edge),
-            k.call - kids[k.anchor].ret);
-      } else {
-        gap(first | GapKey(pe, kArrival, k.edge), k.call - p.call);
+        if (groups != nullptr) gap(kLater | anchor_key, from_anchor);
+      } else if (groups == nullptr) {
+        gap(anchor_key, from_anchor);
       }
     }
     if (groups != nullptr && run >= 2) {
@@ -494,39 +501,41 @@ class TimelineModel {
       }
       return sum;
     };
-    // Per burst key: log-likelihood anchored, and as chains; and how many
-    // anchors spawned a call on the edge.
+    // Per burst key: the later children's log-likelihood from their
+    // anchors and as chains, and how many anchors spawned a call on the
+    // edge (their children less the later ones).
     struct Fit {
       double anchored = 0, chained = 0, groups = 0;
     };
     std::unordered_map<uint64_t, Fit> fits;
     for (const auto& [key, k] : items) {
-      if (from_of(key) == kBurst && !(key & kFirst)) {
-        fits[key].chained = loo(k, learned.counts[k]);
+      if (from_of(key) == kBurst && !(key & kLater)) {
+        Fit& fit = fits[key];
+        fit.chained = loo(k, learned.counts[k]);
+        fit.groups -= learned.totals[k];
       }
     }
     for (const auto& [key, k] : items) {
       const auto to = static_cast<uint32_t>(key & kEdgeMask);
       const uint32_t from = from_of(key);
-      if (key & kFirst || to == kReturn || from == kAfterReturn ||
+      if (key & kLater || to == kReturn || from == kAfterReturn ||
           from == kBurst) {
         continue;
       }
       auto it = fits.find(
           GapKey(static_cast<uint32_t>(key >> (2 * kEdgeBits)), kBurst, to));
       if (it == fits.end()) continue;
-      it->second.anchored += loo(k, learned.counts[k]);
-      auto first = learned.gap_index.find(key | kFirst);
-      if (first != learned.gap_index.end()) {
-        it->second.chained += loo(k, learned.counts[first->second]);
-        it->second.groups += learned.totals[first->second];
+      it->second.groups += learned.totals[k];
+      auto later = learned.gap_index.find(key | kLater);
+      if (later != learned.gap_index.end()) {
+        it->second.anchored += loo(k, learned.counts[later->second]);
       }
     }
     std::vector<std::pair<uint64_t, uint32_t>> bursts;
     has_burst_.assign(edge_count_, false);
     for (const auto& [key, k] : items) {
       auto it = fits.find(key);
-      if (key & kFirst || it == fits.end()) continue;
+      if (key & kLater || it == fits.end()) continue;
       auto [anchored, chained, groups] = it->second;
       double seen = 0;  // bursts of two or more
       const auto sizes = learned.burst_sizes.find(key);
