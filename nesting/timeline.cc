@@ -168,9 +168,10 @@ class TimelineModel {
   // anchor and tail(key, delay) for the return (unless it was imputed), on
   // the timeline of `parent` with its children plus `extra`, less `exclude`
   // (kNone: none). A child on a burst edge (ChainBursts) is scored by its
-  // burst keys instead of its anchor's gap. With `groups` (learning), every
-  // child gives its anchor's gap and its burst gap both, and each burst of
-  // two or more children on one edge is listed as (burst key, size).
+  // place in its burst instead of its anchor's gap. With `groups`
+  // (learning), every child gives its anchor's gap, the later children of
+  // a burst their gap from the previous call too, and each burst of two or
+  // more children on one edge is listed as (burst key, size).
   template <typename Gap, typename Set, typename Tail>
   void ForEachTerm(Scratch& scratch, uint32_t parent, uint32_t extra,
                    uint32_t exclude, Gap&& gap, Set&& set, Tail&& tail,
