@@ -101,6 +101,13 @@ class TimelineModel {
   // asynchronous server; only a window admits such a parent, see
   // EstimateSkew). Its gap is from P's return.
   static constexpr uint32_t kAfterReturn = (1u << kEdgeBits) - 3;
+  // Burst order (see ChainBursts): the gap of a child from the call of the
+  // previous child on its edge spawned by the same anchor is keyed
+  // GapKey(parent edge, kBurst, child edge). Learning also counts the gaps
+  // of those later children from their anchor under kLater | their
+  // anchor's key.
+  static constexpr uint32_t kBurst = (1u << kEdgeBits) - 4;
+  static constexpr uint64_t kLater = uint64_t{1} << 63;
   static uint64_t GapKey(uint32_t parent_edge, uint32_t from, uint32_t to) {
     return (uint64_t{parent_edge} << (2 * kEdgeBits)) |
            (uint64_t{from} << kEdgeBits) | to;
@@ -126,10 +133,11 @@ class TimelineModel {
           ids.try_emplace(static_cast<uint64_t>(p.caller) << 32 |
                               table_->KeyedCallee(static_cast<uint32_t>(i)),
                           static_cast<uint32_t>(ids.size()));
-      if (ids.size() >= kAfterReturn) return false;
+      if (ids.size() >= kBurst) return false;
       edge_of_[i] = it->second;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
     }
+    edge_count_ = ids.size();
     const int bins = scale_.size();
     // A gap never seen in the assignment still has some density: one
     // pseudo-observation spread evenly over the bins.
@@ -144,6 +152,7 @@ class TimelineModel {
     TimeNs call, ret;
     uint32_t edge;
     int anchor;  // index into the kids sorted by return; -1: the arrival
+    bool burst;  // scored by its place in a burst (ChainBursts)
   };
   // The working vectors of ForEachTerm, one set per thread, each on cache
   // lines of its own (their ends move with every timeline scored).
@@ -152,15 +161,21 @@ class TimelineModel {
     std::vector<uint32_t> after;
     std::vector<std::pair<int, uint32_t>> spawned;
     std::vector<std::pair<uint32_t, int>> grand, grand_mine;  // GrandchildGain
+    std::vector<int> order;                                   // ChainBursts
   };
 
   // Calls gap(key, delay) for each child, set(context, multiset) for each
   // anchor and tail(key, delay) for the return (unless it was imputed), on
   // the timeline of `parent` with its children plus `extra`, less `exclude`
-  // (kNone: none).
+  // (kNone: none). A child on a burst edge (ChainBursts) is scored by its
+  // place in its burst instead of its anchor's gap. With `groups`
+  // (learning), every child gives its anchor's gap, the later children of
+  // a burst their gap from the previous call too, and each burst of two or
+  // more children on one edge is listed as (burst key, size).
   template <typename Gap, typename Set, typename Tail>
   void ForEachTerm(Scratch& scratch, uint32_t parent, uint32_t extra,
-                   uint32_t exclude, Gap&& gap, Set&& set, Tail&& tail) {
+                   uint32_t exclude, Gap&& gap, Set&& set, Tail&& tail,
+                   std::vector<std::pair<uint64_t, int>>* groups = nullptr) {
     const Pair& p = pairs_[parent];
     const uint32_t pe = edge_of_[parent];
     auto& kids = scratch.kids;
@@ -174,7 +189,7 @@ class TimelineModel {
         after.push_back(edge_of_[s]);
         gap(GapKey(pe, kAfterReturn, edge_of_[s]), c.call - p.ret);
       } else {
-        kids.push_back({c.call, c.ret, edge_of_[s], -1});
+        kids.push_back({c.call, c.ret, edge_of_[s], -1, false});
       }
     };
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
@@ -203,13 +218,23 @@ class TimelineModel {
           kids.begin());
       while (j > 0 && j - 1 == i) --j;
       k.anchor = j - 1;
-      if (k.anchor >= 0) {
+      k.burst =
+          groups == nullptr && has_burst_[pe] &&
+          burst_index_.Find(GapKey(pe, kBurst, k.edge)) != FlatIndex::kMissing;
+      if (k.burst) {
+        // Scored by ChainBursts below.
+      } else if (k.anchor >= 0) {
         gap(GapKey(pe, kids[k.anchor].edge, k.edge),
             k.call - kids[k.anchor].ret);
       } else {
         gap(GapKey(pe, kArrival, k.edge), k.call - p.call);
       }
       spawned.emplace_back(k.anchor, k.edge);
+    }
+    // Learning needs two children for a burst; scoring, every child on a
+    // burst edge (the main loop left them to ChainBursts).
+    if (groups != nullptr ? n >= 2 : has_burst_[pe]) {
+      ChainBursts(scratch, p, pe, gap, groups);
     }
     std::sort(spawned.begin(), spawned.end());
     size_t s = 0;
@@ -229,6 +254,72 @@ class TimelineModel {
     }
   }
 
+  // Burst order, beyond the paper. A server that fans out to one edge
+  // (three concurrent parts of one request, sent by a pool of threads)
+  // issues those calls back to back: each follows the previous one by a
+  // short, steady gap, while the gap from the anchor (the arrival) carries
+  // all the queueing before the burst. Measured from the anchor, the
+  // second and third calls of one request look no likelier than those of
+  // another request that arrived close to it, and the parts of the two
+  // trade places unseen (two parents with three parts each: no count can
+  // tell). So the children an anchor spawns on one edge, in call order,
+  // can be scored as a chain instead: the first by its gap from the
+  // anchor, each later one by its gap from the previous one's call. Both
+  // ways are densities of the same call times, so learning (hard EM, like
+  // every term here) keeps, per (parent edge, child edge), the one under
+  // which the current assignment is likelier (ChooseBurstEdges). Where
+  // calls are independent of their siblings (every maketrace sample: each
+  // is drawn from its anchor) the anchor's gap fits better, and nothing
+  // changes.
+  template <typename Gap>
+  void ChainBursts(Scratch& scratch, const Pair& p, uint32_t pe, Gap&& gap,
+                   std::vector<std::pair<uint64_t, int>>* groups) {
+    const auto& kids = scratch.kids;
+    auto& order = scratch.order;
+    order.resize(kids.size());
+    for (size_t i = 0; i < kids.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      const Kid& x = kids[a];
+      const Kid& y = kids[b];
+      if (x.anchor != y.anchor) return x.anchor < y.anchor;
+      if (x.edge != y.edge) return x.edge < y.edge;
+      return x.call != y.call ? x.call < y.call : a < b;
+    });
+    int run = 0;  // the burst's size so far
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Kid& k = kids[order[i]];
+      const Kid* prev = i > 0 ? &kids[order[i - 1]] : nullptr;
+      const bool later =
+          prev != nullptr && prev->anchor == k.anchor && prev->edge == k.edge;
+      if (groups != nullptr) {
+        if (!later && run >= 2) {
+          groups->emplace_back(GapKey(pe, kBurst, prev->edge), run);
+        }
+        run = later ? run + 1 : 1;
+      } else if (!k.burst) {
+        continue;
+      }
+      // Scoring takes the anchor's gap for the first child, the previous
+      // call's for the others. Learning (which counted every child's gap
+      // from its anchor already) counts the later ones both ways, for
+      // ChooseBurstEdges.
+      const uint64_t anchor_key = k.anchor >= 0
+                                      ? GapKey(pe, kids[k.anchor].edge, k.edge)
+                                      : GapKey(pe, kArrival, k.edge);
+      const TimeNs from_anchor =
+          k.call - (k.anchor >= 0 ? kids[k.anchor].ret : p.call);
+      if (later) {
+        gap(GapKey(pe, kBurst, k.edge), k.call - prev->call);
+        if (groups != nullptr) gap(kLater | anchor_key, from_anchor);
+      } else if (groups == nullptr) {
+        gap(anchor_key, from_anchor);
+      }
+    }
+    if (groups != nullptr && run >= 2) {
+      groups->emplace_back(GapKey(pe, kBurst, kids[order.back()].edge), run);
+    }
+  }
+
   // What learning counts: per gap key a histogram of delays and its total,
   // per multiset (its hash includes its context) the context and a count,
   // per context a total. Counts only, in doubles: integers, so the sums of
@@ -239,6 +330,8 @@ class TimelineModel {
     std::vector<std::vector<double>> counts;
     std::unordered_map<uint64_t, std::pair<uint64_t, double>> set_count;
     std::unordered_map<uint64_t, double> set_total;
+    // Per burst key, how many bursts had each size (index: size).
+    std::unordered_map<uint64_t, std::vector<double>> burst_sizes;
   };
 
   // Counts the timelines of the parents in [begin, end).
@@ -250,6 +343,7 @@ class TimelineModel {
     auto& counts = out->counts;
     auto& set_count = out->set_count;
     auto& set_total = out->set_total;
+    std::vector<std::pair<uint64_t, int>> groups;
     auto add = [&](uint64_t key, TimeNs delay) {
       auto [it, inserted] =
           gap_index.try_emplace(key, static_cast<uint32_t>(counts.size()));
@@ -271,7 +365,13 @@ class TimelineModel {
             ++count;
             ++set_total[context];
           },
-          add);
+          add, &groups);
+      for (const auto& [key, size] : groups) {
+        auto& sizes = out->burst_sizes[key];
+        if (sizes.size() <= static_cast<size_t>(size)) sizes.resize(size + 1);
+        sizes[size] += 1;
+      }
+      groups.clear();
     }
   }
 
@@ -296,6 +396,11 @@ class TimelineModel {
     }
     for (const auto& [context, total] : from.set_total) {
       into->set_total[context] += total;
+    }
+    for (const auto& [key, sizes] : from.burst_sizes) {
+      auto& to = into->burst_sizes[key];
+      if (to.size() < sizes.size()) to.resize(sizes.size());
+      for (size_t m = 0; m < sizes.size(); ++m) to[m] += sizes[m];
     }
   }
 
@@ -339,8 +444,9 @@ class TimelineModel {
     std::vector<std::pair<uint64_t, uint32_t>> items(gap_index.begin(),
                                                      gap_index.end());
     gap_index_.Build(items);
-    // A multiset never seen after this anchor gets half an observation.
+    ChooseBurstEdges(learned, std::move(items));
     items.clear();
+    // A multiset never seen after this anchor gets half an observation.
     log_p_.clear();
     for (const auto& [set, context_count] : set_count) {
       const auto& [context, count] = context_count;
@@ -357,6 +463,96 @@ class TimelineModel {
     unseen_index_.Build(items);
     score_cache_.assign(pairs_.size(), std::numeric_limits<float>::quiet_NaN());
     LearnGrandchildCounts();
+  }
+
+  // Which (parent edge, child edge) pairs are scored as bursts (see
+  // ChainBursts): those where bursts are the rule (most anchors that spawn
+  // a call on the edge spawn two or more) and the current assignment is
+  // likelier as chains. Each way is scored by its leave-one-out
+  // log-likelihood (each observation under the density learned from all
+  // the others), so the chain's extra density wins no edge by fitting its
+  // few samples. The first child of a burst is scored the same both ways
+  // (its anchor's gap), so the comparison is between the later children's
+  // gaps from their anchor and from the previous call. The anchored way
+  // scores a burst of m children as a density of their unordered call
+  // times, so it gains log m! as one of the ordered ones (what a chain
+  // is). Keys are taken in their order, so the sums come out the same
+  // however learning was cut into parts.
+  void ChooseBurstEdges(const LearnCounts& learned,
+                        std::vector<std::pair<uint64_t, uint32_t>> items) {
+    std::sort(items.begin(), items.end());
+    constexpr uint64_t kEdgeMask = (uint64_t{1} << kEdgeBits) - 1;
+    auto from_of = [](uint64_t key) {
+      return static_cast<uint32_t>((key >> kEdgeBits) & kEdgeMask);
+    };
+    const GaussianSmoother smoother(std::max(1.0, smooth_bins_));
+    const int bins = scale_.size();
+    std::vector<double> smooth;
+    // The leave-one-out log-likelihood of the observations `of` under the
+    // density of key index k (as LearnTimeline makes it; `of` are among
+    // the observations it was learned from).
+    auto loo = [&](uint32_t k, const std::vector<double>& of) {
+      smoother.Apply(learned.counts[k], smooth, smoother.sum());
+      double sum = 0;
+      for (int b = 0; b < bins; ++b) {
+        if (of[b] == 0) continue;
+        const double mass = std::max(0.0, smooth[b] - 1.0 / smoother.sum());
+        sum += of[b] * std::log((mass + 1.0 / bins) / learned.totals[k] *
+                                scale_.InvWidth(b));
+      }
+      return sum;
+    };
+    // Per burst key: the later children's log-likelihood from their
+    // anchors and as chains, and how many anchors spawned a call on the
+    // edge (their children less the later ones).
+    struct Fit {
+      double anchored = 0, chained = 0, groups = 0;
+    };
+    std::unordered_map<uint64_t, Fit> fits;
+    for (const auto& [key, k] : items) {
+      if (from_of(key) == kBurst && !(key & kLater)) {
+        Fit& fit = fits[key];
+        fit.chained = loo(k, learned.counts[k]);
+        fit.groups -= learned.totals[k];
+      }
+    }
+    for (const auto& [key, k] : items) {
+      const auto to = static_cast<uint32_t>(key & kEdgeMask);
+      const uint32_t from = from_of(key);
+      if (key & kLater || to == kReturn || from == kAfterReturn ||
+          from == kBurst) {
+        continue;
+      }
+      auto it = fits.find(
+          GapKey(static_cast<uint32_t>(key >> (2 * kEdgeBits)), kBurst, to));
+      if (it == fits.end()) continue;
+      it->second.groups += learned.totals[k];
+      auto later = learned.gap_index.find(key | kLater);
+      if (later != learned.gap_index.end()) {
+        it->second.anchored += loo(k, learned.counts[later->second]);
+      }
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> bursts;
+    has_burst_.assign(edge_count_, false);
+    for (const auto& [key, k] : items) {
+      auto it = fits.find(key);
+      if (key & kLater || it == fits.end()) continue;
+      auto [anchored, chained, groups] = it->second;
+      double seen = 0;  // bursts of two or more
+      const auto sizes = learned.burst_sizes.find(key);
+      if (sizes != learned.burst_sizes.end()) {
+        for (size_t m = 2; m < sizes->second.size(); ++m) {
+          anchored +=
+              sizes->second[m] * std::lgamma(static_cast<double>(m + 1));
+          seen += sizes->second[m];
+        }
+      }
+      if (2 * seen > groups && chained > anchored) {
+        bursts.emplace_back(key, 1);
+        has_burst_[key >> (2 * kEdgeBits)] = true;
+      }
+    }
+    burst_index_.Build(bursts);
   }
 
   // Grandchild counts, beyond the paper. The penalties of 5.1.1.3 and the
@@ -689,6 +885,11 @@ class TimelineModel {
   std::vector<bool> makes_calls_;
   std::vector<float> prior_log_;
   FlatIndex gap_index_, set_index_, unseen_index_;
+  // Burst edges (ChooseBurstEdges): their keys, and by parent edge whether
+  // it has any (the scoring's shortcut).
+  FlatIndex burst_index_;
+  std::vector<bool> has_burst_;
+  size_t edge_count_ = 0;
   std::vector<std::vector<float>> gap_boards_;
   std::vector<float> log_p_;
   std::vector<float> score_cache_;
