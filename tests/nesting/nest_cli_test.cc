@@ -706,6 +706,44 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
 // where most calls share a component; a skewed, asynchronous one; ops keyed),
 // on maketrace traces at several seeds with message loss, and under the
 // flags that change the passes. A bad count is a usage error.
+// Lines of a text trace built out of order, a seeded random source for
+// them, and the trace they make (sorted by time, ties in the order added).
+class TraceLines {
+ public:
+  explicit TraceLines(uint64_t seed) : x_(seed) {}
+  uint64_t Rnd(uint64_t n) {
+    x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x_ >> 33) % n;
+  }
+  // Fields after the timestamp, tab-separated.
+  void Add(int64_t ns, const std::string& fields) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%lld.%09lld",
+                  static_cast<long long>(1000000000 + ns / 1000000000),
+                  static_cast<long long>(ns % 1000000000));
+    lines_.push_back({ns, static_cast<int>(lines_.size()),
+                      std::string(buf) + "\t" + fields});
+  }
+  std::string Text() {
+    std::stable_sort(lines_.begin(), lines_.end(),
+                     [](const Line& a, const Line& b) {
+                       return a.ns != b.ns ? a.ns < b.ns : a.order < b.order;
+                     });
+    std::string text = "#bbprof-trace 1\n";
+    for (const Line& l : lines_) text += l.text + "\n";
+    return text;
+  }
+
+ private:
+  struct Line {
+    int64_t ns;
+    int order;
+    std::string text;
+  };
+  std::vector<Line> lines_;
+  uint64_t x_;
+};
+
 // A text trace for ThreadsGiveTheSameResultAsOne that stresses pairing:
 // client-facing front ends F0..F63 each call a back end B0..B3 per request,
 // with numeric callids that repeat every 5 requests on a key, missing
@@ -713,30 +751,11 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
 // every 11th (sorted into the file before the CALL), and every 13th back-end
 // return lost.
 std::string PairingStressTrace() {
-  struct Line {
-    int64_t ns;
-    int order;
-    std::string text;
-  };
-  std::vector<Line> lines;
-  uint64_t x = 12345;
-  auto rnd = [&x](uint64_t n) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (x >> 33) % n;
-  };
-  auto ts = [](int64_t ns) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%lld.%09lld",
-                  static_cast<long long>(1000000000 + ns / 1000000000),
-                  static_cast<long long>(ns % 1000000000));
-    return std::string(buf);
-  };
-  int order = 0;
+  TraceLines lines(12345);
+  auto rnd = [&lines](uint64_t n) { return lines.Rnd(n); };
   auto add = [&](int64_t ns, const std::string& kind, const std::string& from,
                  const std::string& to, const std::string& id) {
-    lines.push_back(
-        {ns, order++,
-         ts(ns) + "\t" + kind + "\t" + from + "\t" + to + "\t" + id});
+    lines.Add(ns, kind + "\t" + from + "\t" + to + "\t" + id);
   };
   for (int r = 0; r < 3000; ++r) {
     const int64_t start = static_cast<int64_t>(r) * 150000 + rnd(100000);
@@ -754,13 +773,110 @@ std::string PairingStressTrace() {
     }
     add(call + work + 30000 + rnd(20000), "RET", front, "client", cid);
   }
-  std::stable_sort(lines.begin(), lines.end(),
-                   [](const Line& a, const Line& b) {
-                     return a.ns != b.ns ? a.ns < b.ns : a.order < b.order;
-                   });
-  std::string text = "#bbprof-trace 1\n";
-  for (const Line& l : lines) text += l.text + "\n";
-  return text;
+  return lines.Text();
+}
+
+// A random text trace for the threads equivalence tests: `requests`
+// requests from 40 clients into front ends F0..F7, each making 0-3 calls
+// to back ends B0..B3 (some in parallel), with callids drawn from a small
+// pool (they repeat on a key) or missing, ops on some calls (the RET
+// carrying it or not), pathids, free messages, back-end returns lost with
+// probability `lost` (they pile up as pending calls: a limit above them
+// evicts) and returns stamped up to `early_ns` before their call (a slow
+// callee clock).
+std::string RandomPairingTrace(uint64_t seed, int requests, double lost,
+                               int64_t early_ns) {
+  TraceLines lines(seed * 0x9E3779B97F4A7C15ULL + 1);
+  auto rnd = [&lines](uint64_t n) { return lines.Rnd(n); };
+  auto chance = [&](double p) {
+    return static_cast<double>(rnd(1000000)) < p * 1e6;
+  };
+  auto add = [&](int64_t ns, const std::string& kind, const std::string& from,
+                 const std::string& to, const std::string& id,
+                 const std::string& path, const std::string& op) {
+    lines.Add(ns, kind + "\t" + from + "\t" + to + "\t" + id + "\t" + path +
+                      "\t" + op);
+  };
+  const char* ops[] = {"-", "-", "http:GET:/a", "http:POST:/b", "sql:SELECT"};
+  auto callid = [&]() {
+    return chance(0.1) ? std::string("-") : std::to_string(rnd(50));
+  };
+  for (int r = 0; r < requests; ++r) {
+    const int64_t start = static_cast<int64_t>(r) * 40000 + rnd(400000);
+    const std::string client = "c" + std::to_string(rnd(40));
+    const std::string front = "F" + std::to_string(rnd(8));
+    const std::string path = "p" + std::to_string(r);
+    const std::string cid = callid();
+    const std::string op = ops[rnd(5)];
+    int64_t t = start + 20000 + rnd(30000);
+    const int children = static_cast<int>(rnd(4));
+    for (int k = 0; k < children; ++k) {
+      const std::string back = "B" + std::to_string(rnd(4));
+      const std::string bid = callid();
+      const std::string bop = ops[rnd(5)];
+      const int64_t work = 50000 + rnd(400000);
+      add(t, "CALL", front, back, bid, path, bop);
+      if (!chance(lost)) {
+        const int64_t ret =
+            early_ns > 0 && chance(0.2)
+                ? t - static_cast<int64_t>(rnd(static_cast<uint64_t>(early_ns)))
+                : t + work;
+        add(ret, "RET", back, front, bid, path, chance(0.5) ? bop : "-");
+      }
+      // Every third child runs in parallel with the next.
+      t += k % 3 == 0 ? 10000 + rnd(20000) : work + 20000 + rnd(20000);
+    }
+    if (chance(0.05)) add(t, "MSG", front, "LOG", "-", path, "-");
+    add(start, "CALL", client, front, cid, path, op);
+    add(t + 10000 + rnd(30000), "RET", front, client, cid, path,
+        chance(0.5) ? op : "-");
+  }
+  return lines.Text();
+}
+
+// Runs nest on each (trace, flags) with 1, 2 and 3 threads and expects the
+// same bytes: the JSON, the text report and every request's parent (CSV).
+// Where flags set --max-pending-calls, the run must evict (the limit is
+// tested where it binds).
+void ExpectSameOnAnyThreads(
+    const TempDir& dir,
+    const std::vector<std::pair<std::string, std::string>>& runs) {
+  int k = 0;
+  for (const auto& [trace, flags] : runs) {
+    std::string one_json, one_requests, one_text;
+    for (int threads : {1, 2, 3}) {
+      const std::string json = dir.File("r" + std::to_string(k) + ".json");
+      const std::string requests = dir.File("r" + std::to_string(k++) + ".csv");
+      std::string out;
+      ASSERT_EQ(RunCli("nest " + trace + " " + flags + " --threads " +
+                           std::to_string(threads) + " --json " + json +
+                           " --requests " + requests,
+                       &out),
+                0)
+          << out;
+      // The requests' path differs by file name; the rest must not.
+      auto j = nlohmann::json::parse(ReadFile(json));
+      j.erase("requests");
+      if (threads == 1) {
+        one_json = j.dump();
+        one_requests = ReadFile(requests);
+        one_text = out;
+        EXPECT_FALSE(j["patterns"].empty()) << trace << " " << flags;
+        // The stress cases do stress: the limit evicts.
+        if (flags.find("--max-pending-calls") != std::string::npos) {
+          EXPECT_GT(j["input"]["pending_calls_evicted"].get<int64_t>(), 0)
+              << flags;
+        }
+        continue;
+      }
+      EXPECT_EQ(j.dump(), one_json)
+          << trace << " " << flags << " --threads " << threads;
+      EXPECT_EQ(ReadFile(requests), one_requests)
+          << trace << " " << flags << " --threads " << threads;
+      EXPECT_EQ(out, one_text)
+          << trace << " " << flags << " --threads " << threads;
+    }
+  }
 }
 
 TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
@@ -801,43 +917,35 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   runs.emplace_back(stress, "--skew-window 0.0004");
   runs.emplace_back(stress, "--skew-window 0.0004 --max-pending-calls 6");
   runs.emplace_back(stress, "--max-pending-calls 3");
-  int k = 0;
-  for (const auto& [trace, flags] : runs) {
-    std::string one_json, one_requests;
-    for (int threads : {1, 2, 3}) {
-      const std::string json = dir.File("r" + std::to_string(k) + ".json");
-      const std::string requests = dir.File("r" + std::to_string(k++) + ".csv");
-      std::string out;
-      ASSERT_EQ(RunCli("nest " + trace + " " + flags + " -q --threads " +
-                           std::to_string(threads) + " --json " + json +
-                           " --requests " + requests,
-                       &out),
-                0)
-          << out;
-      // The requests' path differs by file name; the rest must not.
-      auto j = nlohmann::json::parse(ReadFile(json));
-      j.erase("requests");
-      if (threads == 1) {
-        one_json = j.dump();
-        one_requests = ReadFile(requests);
-        EXPECT_FALSE(j["patterns"].empty()) << trace << " " << flags;
-        // The stress cases do stress: the limit evicts.
-        if (flags.find("--max-pending-calls") != std::string::npos) {
-          EXPECT_GT(j["input"]["pending_calls_evicted"].get<int64_t>(), 0)
-              << flags;
-        }
-        continue;
-      }
-      EXPECT_EQ(j.dump(), one_json)
-          << trace << " " << flags << " --threads " << threads;
-      EXPECT_EQ(ReadFile(requests), one_requests)
-          << trace << " " << flags << " --threads " << threads;
-    }
-  }
+  ExpectSameOnAnyThreads(dir, runs);
   std::string out;
   EXPECT_EQ(RunCli("nest " + runs[0].first + " --threads 0", &out), 2) << out;
   EXPECT_NE(out.find("--threads must be between 1 and 256"), std::string::npos)
       << out;
+}
+
+// Random traces (RandomPairingTrace) through nest on 1, 2 and 3 threads:
+// pairing splits by key hash, candidates, skew and scoreboards by caller,
+// and a pending-call limit of a batch or more (4096 records: below it one
+// thread pairs) binds in mid-trace, where the threads hand their tables to
+// one pairer. Under a skew window, returns stamped before their call are
+// claimed; under --skew-window auto, clocks are corrected.
+TEST(NestCliTest, RandomTracesGiveTheSameResultOnAnyThreads) {
+  TempDir dir;
+  std::vector<std::pair<std::string, std::string>> runs;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const std::string t =
+        dir.Write("random" + std::to_string(seed) + ".trace",
+                  RandomPairingTrace(seed, 7000, 0.55, seed == 1 ? 0 : 400000));
+    runs.emplace_back(t, "-q");
+    runs.emplace_back(t, "-q --max-pending-calls 4096");
+    runs.emplace_back(t, "-q --max-pending-calls 5000 --skew-window 0.0003");
+    if (seed == 1) {
+      runs.emplace_back(t, "-q --skew-window auto --op-keys on");
+      runs.emplace_back(t, "-q --assign fcfs --max-pending-calls 4500");
+    }
+  }
+  ExpectSameOnAnyThreads(dir, runs);
 }
 
 }  // namespace
