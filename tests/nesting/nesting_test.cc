@@ -79,7 +79,8 @@ TEST(NestingTest, Figure5AssignsEachChildToADifferentParent) {
   EXPECT_EQ(r->patterns[0].signature, "A->B(C)");
   EXPECT_EQ(r->patterns[0].count, 2u);
   // Both children at the medium delay of 30 ms.
-  EXPECT_NEAR(r->patterns[0].root.children[0].call_delay.mean_s(), 0.030, 1e-12);
+  EXPECT_NEAR(r->patterns[0].root.children[0].call_delay.mean_s(), 0.030,
+              1e-12);
   EXPECT_NEAR(r->input.mean_parallelism, 2.0, 1e-12);
 }
 
@@ -190,7 +191,8 @@ TEST(NestingTest, SkewWindowAdmitsAParentStampedAfterItsChild) {
   ASSERT_TRUE(loose.ok());
   ASSERT_EQ(loose->patterns.size(), 1u);
   EXPECT_EQ(loose->patterns[0].signature, "A->B(C)");
-  EXPECT_NEAR(loose->patterns[0].root.children[0].call_delay.mean_s(), -0.001, 1e-9);
+  EXPECT_NEAR(loose->patterns[0].root.children[0].call_delay.mean_s(), -0.001,
+              1e-9);
 }
 
 TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
@@ -217,7 +219,8 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   ASSERT_EQ(loose->patterns.size(), 1u);
   EXPECT_EQ(loose->patterns[0].signature, "A->B(C)");
   // The observed latency is kept: it shows the skew.
-  EXPECT_NEAR(loose->patterns[0].root.children[0].latency.mean_s(), -0.006, 1e-9);
+  EXPECT_NEAR(loose->patterns[0].root.children[0].latency.mean_s(), -0.006,
+              1e-9);
   // A return whose call comes later than twice the window stays unmatched.
   auto late = NestText(
       "1.000 CALL A B p\n1.003 RET C B c\n1.030 CALL B C c\n1.040 RET C B c\n"
@@ -330,6 +333,33 @@ TEST(NestingTest, ClockOffsetsAreTheMidpointsOfTheEdgesBounds) {
               5'000);
 }
 
+// At high load the first assignment, made with windows, has many wrong
+// parents, and each tightens a bound: here 30 of 100 children were given a
+// parent that started 0.5 ms after their true one, which drags the 1st
+// percentile of the child starts (1.001 ms) below the lower bound (1.299
+// ms). Twenty children had one candidate only, so their parent is right:
+// the upper bound is read off them (1.5 ms), and Y's clock is the midpoint
+// of 1.299 and 1.5 ms, as if no parent were wrong.
+TEST(NestingTest, ClockBoundsComeFromChildrenWithOneCandidate) {
+  std::vector<EdgeClockEvidence> edges(1);
+  edges[0].caller = 0;
+  edges[0].callee = 1;
+  for (int k = 0; k < 100; ++k) {
+    const trace::TimeNs start =
+        k < 30 ? 1'000'000 + k * 1000 : 1'500'000 + k * 1000;
+    edges[0].child_starts.push_back({0, start});
+    if (k < 20) edges[0].sure_child_starts.push_back({0, 1'500'000 + k * 1000});
+    edges[0].parent_ends.push_back({0, -1'300'000 + k * 1000});
+    edges[0].latencies.push_back({0, 3'000'000 + k * 1000});
+  }
+  ClockCorrection c = SolveClockOffsets(edges, 2, 0, 0);
+  EXPECT_EQ(c.offset[1], 1'399'500);
+  // Fewer than 10 such children say too little: all of them are used.
+  edges[0].sure_child_starts.resize(9);
+  c = SolveClockOffsets(edges, 2, 0, 0);
+  EXPECT_NE(c.offset[1], 1'399'500);
+}
+
 TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
   std::vector<trace::TimeNs> few = {1000, 2000, 3000, 4000};
   EXPECT_EQ(ChooseSkewWindow(few, 10), 0);  // fewer than 5 misses: lost calls
@@ -398,10 +428,11 @@ TEST(NestingTest, CallWithALostReturnKeepsItsChildren) {
   std::string t;
   char line[160];
   for (int i = 0; i < 20; ++i) {
-    std::snprintf(line, sizeof line,
-                  "%d.000 CALL A B p%d\n%d.001 CALL B C c%d\n%d.003 RET C B c%d\n"
-                  "%d.010 RET B A p%d\n",
-                  i, i, i, i, i, i, i, i);
+    std::snprintf(
+        line, sizeof line,
+        "%d.000 CALL A B p%d\n%d.001 CALL B C c%d\n%d.003 RET C B c%d\n"
+        "%d.010 RET B A p%d\n",
+        i, i, i, i, i, i, i, i);
     t += line;
   }
   t += "30.0000 CALL A B x\n30.0005 CALL A B y\n30.0010 CALL B C cx\n"
@@ -454,8 +485,7 @@ TEST(NestingTest, SmoothingKeepsTheAnswerOnACleanTrace) {
 }
 
 TEST(NestingTest, JsonFollowsTheResultSpec) {
-  auto r = NestText(
-      "1 CALL A B 1\n3 CALL B C 2\n5 RET C B 2\n11 RET B A 1\n");
+  auto r = NestText("1 CALL A B 1\n3 CALL B C 2\n5 RET C B 2\n11 RET B A 1\n");
   ASSERT_TRUE(r.ok());
   auto j = ResultToJson(*r);
   EXPECT_EQ(j["tool"], "bbprof nest");
@@ -475,7 +505,8 @@ TEST(NestingTest, JsonFollowsTheResultSpec) {
     EXPECT_TRUE(p["root"]["latency_s"].contains(k)) << k;
     EXPECT_TRUE(p["root"]["call_delay_s"].contains(k)) << k;
   }
-  EXPECT_DOUBLE_EQ(p["root"]["children"][0]["call_delay_s"]["mean"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(
+      p["root"]["children"][0]["call_delay_s"]["mean"].get<double>(), 2.0);
 }
 
 // The report's fields (docs/formats.md): histograms per node, the median
@@ -625,10 +656,10 @@ TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
   // truly belongs to the second, but both parents give the same delay, so
   // the algorithm ties and takes the earliest: both instances are wrong.
   TempDir dir;
-  std::string path = dir.Write(
-      "m.trace",
-      "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
-      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  std::string path = dir.Write("m.trace",
+                               "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL "
+                               "B C c 2\n0.3 RET C B c 2\n"
+                               "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
   Params raw = KeepClients();
   raw.raw_bin_scores = true;  // the paper's per-bin scores tie here
   auto ev = Evaluate(path, raw, EvalOptions{});
@@ -645,10 +676,10 @@ TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
 // closer parent wins; here that is the truth.
 TEST(NestingTest, DensityScoringPrefersTheDenserDelay) {
   TempDir dir;
-  std::string path = dir.Write(
-      "d.trace",
-      "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
-      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  std::string path = dir.Write("d.trace",
+                               "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL "
+                               "B C c 2\n0.3 RET C B c 2\n"
+                               "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
   auto ev = Evaluate(path, Params{}, EvalOptions{});
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->correct_instances, 2u);
