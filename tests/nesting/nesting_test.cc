@@ -79,8 +79,7 @@ TEST(NestingTest, Figure5AssignsEachChildToADifferentParent) {
   EXPECT_EQ(r->patterns[0].signature, "A->B(C)");
   EXPECT_EQ(r->patterns[0].count, 2u);
   // Both children at the medium delay of 30 ms.
-  EXPECT_NEAR(r->patterns[0].root.children[0].call_delay.mean_s(), 0.030,
-              1e-12);
+  EXPECT_NEAR(r->patterns[0].root.children[0].call_delay.mean_s(), 0.030, 1e-12);
   EXPECT_NEAR(r->input.mean_parallelism, 2.0, 1e-12);
 }
 
@@ -191,8 +190,7 @@ TEST(NestingTest, SkewWindowAdmitsAParentStampedAfterItsChild) {
   ASSERT_TRUE(loose.ok());
   ASSERT_EQ(loose->patterns.size(), 1u);
   EXPECT_EQ(loose->patterns[0].signature, "A->B(C)");
-  EXPECT_NEAR(loose->patterns[0].root.children[0].call_delay.mean_s(), -0.001,
-              1e-9);
+  EXPECT_NEAR(loose->patterns[0].root.children[0].call_delay.mean_s(), -0.001, 1e-9);
 }
 
 TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
@@ -219,8 +217,7 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
   ASSERT_EQ(loose->patterns.size(), 1u);
   EXPECT_EQ(loose->patterns[0].signature, "A->B(C)");
   // The observed latency is kept: it shows the skew.
-  EXPECT_NEAR(loose->patterns[0].root.children[0].latency.mean_s(), -0.006,
-              1e-9);
+  EXPECT_NEAR(loose->patterns[0].root.children[0].latency.mean_s(), -0.006, 1e-9);
   // A return whose call comes later than twice the window stays unmatched.
   auto late = NestText(
       "1.000 CALL A B p\n1.003 RET C B c\n1.030 CALL B C c\n1.040 RET C B c\n"
@@ -428,11 +425,10 @@ TEST(NestingTest, CallWithALostReturnKeepsItsChildren) {
   std::string t;
   char line[160];
   for (int i = 0; i < 20; ++i) {
-    std::snprintf(
-        line, sizeof line,
-        "%d.000 CALL A B p%d\n%d.001 CALL B C c%d\n%d.003 RET C B c%d\n"
-        "%d.010 RET B A p%d\n",
-        i, i, i, i, i, i, i, i);
+    std::snprintf(line, sizeof line,
+                  "%d.000 CALL A B p%d\n%d.001 CALL B C c%d\n%d.003 RET C B c%d\n"
+                  "%d.010 RET B A p%d\n",
+                  i, i, i, i, i, i, i, i);
     t += line;
   }
   t += "30.0000 CALL A B x\n30.0005 CALL A B y\n30.0010 CALL B C cx\n"
@@ -485,7 +481,8 @@ TEST(NestingTest, SmoothingKeepsTheAnswerOnACleanTrace) {
 }
 
 TEST(NestingTest, JsonFollowsTheResultSpec) {
-  auto r = NestText("1 CALL A B 1\n3 CALL B C 2\n5 RET C B 2\n11 RET B A 1\n");
+  auto r = NestText(
+      "1 CALL A B 1\n3 CALL B C 2\n5 RET C B 2\n11 RET B A 1\n");
   ASSERT_TRUE(r.ok());
   auto j = ResultToJson(*r);
   EXPECT_EQ(j["tool"], "bbprof nest");
@@ -505,8 +502,7 @@ TEST(NestingTest, JsonFollowsTheResultSpec) {
     EXPECT_TRUE(p["root"]["latency_s"].contains(k)) << k;
     EXPECT_TRUE(p["root"]["call_delay_s"].contains(k)) << k;
   }
-  EXPECT_DOUBLE_EQ(
-      p["root"]["children"][0]["call_delay_s"]["mean"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(p["root"]["children"][0]["call_delay_s"]["mean"].get<double>(), 2.0);
 }
 
 // The report's fields (docs/formats.md): histograms per node, the median
@@ -656,10 +652,10 @@ TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
   // truly belongs to the second, but both parents give the same delay, so
   // the algorithm ties and takes the earliest: both instances are wrong.
   TempDir dir;
-  std::string path = dir.Write("m.trace",
-                               "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL "
-                               "B C c 2\n0.3 RET C B c 2\n"
-                               "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  std::string path = dir.Write(
+      "m.trace",
+      "0.0 CALL A B p1 1\n0.0 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
+      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
   Params raw = KeepClients();
   raw.raw_bin_scores = true;  // the paper's per-bin scores tie here
   auto ev = Evaluate(path, raw, EvalOptions{});
@@ -676,10 +672,10 @@ TEST(NestingTest, EvaluationCountsAMisassignedInstance) {
 // closer parent wins; here that is the truth.
 TEST(NestingTest, DensityScoringPrefersTheDenserDelay) {
   TempDir dir;
-  std::string path = dir.Write("d.trace",
-                               "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL "
-                               "B C c 2\n0.3 RET C B c 2\n"
-                               "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
+  std::string path = dir.Write(
+      "d.trace",
+      "0.0 CALL A B p1 1\n0.1 CALL A B p2 2\n0.2 CALL B C c 2\n0.3 RET C B c 2\n"
+      "0.4 RET B A p1 1\n0.5 RET B A p2 2\n");
   auto ev = Evaluate(path, Params{}, EvalOptions{});
   ASSERT_TRUE(ev.ok());
   EXPECT_EQ(ev->correct_instances, 2u);
