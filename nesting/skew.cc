@@ -118,13 +118,19 @@ trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
 // the bounds are read. An edge whose interval holds 0 shows no skew and
 // gets d = 0, drift 0 (an unskewed trace is left exactly as it is);
 // otherwise d is the interval's midpoint, or its upper bound when there is
-// no lower one. When the assignment's bounds contradict each other, only
-// the latency bound, which needs no assignment, is kept against the lower
-// one; failing that, the lower one goes. The nodes' clocks then follow from
-// the edges along a spanning tree that takes the narrowest intervals first
-// (Kruskal's algorithm), one tree per connected part, its first node at 0.
-// Offsets only matter as differences between the nodes of an edge, so
-// where the root sits changes nothing.
+// no lower one. The bounds (not the drift) are read off the children that
+// had one candidate when an edge has at least kMinClockEvidence of them: a
+// wrong parent always tightens a bound, so at high load the 1st percentile
+// of all children crosses the true offset, while a child with one
+// candidate has its true parent. The drift stays with every child: wrong
+// parents shift a lower envelope by about as much in every slice of time,
+// which leaves its slope, and few samples per slice would not. When the
+// assignment's bounds contradict each other, only the latency bound, which
+// needs no assignment, is kept against the lower one; failing that, the lower
+// one goes. The nodes' clocks then follow from the edges along a spanning tree
+// that takes the narrowest intervals first (Kruskal's algorithm), one tree per
+// connected part, its first node at 0. Offsets only matter as differences
+// between the nodes of an edge, so where the root sits changes nothing.
 ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
                                   size_t nodes, TimeNs t0, TimeNs t1) {
   struct Estimate {

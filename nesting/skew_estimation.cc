@@ -110,19 +110,18 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
         std::max(params->timeline_passes, Params().timeline_passes);
     AssignParents(first, state->windows, scale, table, stats);
   }
-  // Two sets of evidence per edge: from every child, and from the children
-  // whose parent was their only candidate. A wrong parent can give any
-  // value its window allows, always on the side that tightens a bound (a
-  // later-starting wrong parent lowers the child-start bound, an
+  // Each edge's bounds are gathered twice: from every child, and from the
+  // children whose parent was their only candidate (skew.h). A wrong parent
+  // can give any value its window allows, always on the side that tightens
+  // a bound (a later-starting wrong parent lowers the child-start bound, an
   // earlier-returning one raises the parent-end bound), so at high load,
-  // where a tenth of the first assignment's parents can be wrong, even the
-  // 1st percentile of all children can sit past the true offset. A child
-  // with one candidate cannot have a wrong parent while its true parent is
-  // inside the windows. Those are used whenever an edge has enough of them.
-  std::unordered_map<uint64_t, EdgeClockEvidence> evidence, sure_evidence;
-  auto edge_in = [&](std::unordered_map<uint64_t, EdgeClockEvidence>& map,
-                     const Pair& p) -> EdgeClockEvidence& {
-    EdgeClockEvidence& e = map[CallTable::EdgeKey(p)];
+  // where a good share of the first assignment's parents are wrong, even
+  // the 1st percentile of all children can cross the true offset. A child
+  // with one candidate has its true parent, unless that parent is outside
+  // the windows or lost.
+  std::unordered_map<uint64_t, EdgeClockEvidence> evidence;
+  auto edge = [&](const Pair& p) -> EdgeClockEvidence& {
+    EdgeClockEvidence& e = evidence[CallTable::EdgeKey(p)];
     e.caller = p.caller;
     e.callee = p.callee;
     return e;
@@ -133,26 +132,20 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
     if (c.ret < 0) continue;
     t0 = std::min(t0, c.call);
     t1 = std::max(t1, c.call);
-    EdgeClockEvidence& ce = edge_in(evidence, c);
+    EdgeClockEvidence& ce = edge(c);
     if (!c.imputed) ce.latencies.push_back({c.call, c.ret - c.call});
     if (c.parent == kNone) continue;
     const Pair& p = pairs[c.parent];
     const bool sure = c.cand_end - c.cand_begin == 1;
-    const ClockSample start{c.call, c.call - p.call};
-    edge_in(evidence, p).child_starts.push_back(start);
-    if (sure) edge_in(sure_evidence, p).child_starts.push_back(start);
+    EdgeClockEvidence& pe = edge(p);
+    pe.child_starts.push_back({c.call, c.call - p.call});
+    if (sure) pe.sure_child_starts.push_back(pe.child_starts.back());
     // A child made after its parent returned (an asynchronous server)
     // says nothing about the order of the two returns.
     if (!c.imputed && !p.imputed && c.call <= p.ret) {
-      const ClockSample end{c.ret, p.ret - c.ret};
-      ce.parent_ends.push_back(end);
-      if (sure) edge_in(sure_evidence, c).parent_ends.push_back(end);
+      ce.parent_ends.push_back({c.ret, p.ret - c.ret});
+      if (sure) ce.sure_parent_ends.push_back(ce.parent_ends.back());
     }
-  }
-  for (auto& [key, sure] : sure_evidence) {
-    EdgeClockEvidence& all = evidence[key];
-    all.sure_child_starts = std::move(sure.child_starts);
-    all.sure_parent_ends = std::move(sure.parent_ends);
   }
   std::vector<EdgeClockEvidence> edges;
   edges.reserve(evidence.size());
