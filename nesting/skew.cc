@@ -17,8 +17,6 @@ using trace::TimeNs;
 // the assignment they come from has some wrong parents, and each of those
 // can give any value inside the windows it was chosen with.
 constexpr double kBoundQuantile = 0.01;
-// Fewer samples than this say too little to bound an offset with.
-constexpr size_t kMinEvidence = 10;
 // Drift is read off the lower envelope of each list in this many slices of
 // the trace's time, at this percentile of each slice.
 constexpr int kDriftSlices = 8;
@@ -50,7 +48,7 @@ std::optional<double> EnvelopeSlope(const std::vector<ClockSample>& samples,
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (int k = 0; k < kDriftSlices; ++k) {
     auto& v = slice[static_cast<size_t>(k)];
-    if (v.size() < kMinEvidence) continue;
+    if (v.size() < kMinClockEvidence) continue;
     const double x = (k + 0.5) * width;
     const auto y = static_cast<double>(LowQuantile(v, kDriftQuantile));
     n += 1;
@@ -120,13 +118,19 @@ trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
 // the bounds are read. An edge whose interval holds 0 shows no skew and
 // gets d = 0, drift 0 (an unskewed trace is left exactly as it is);
 // otherwise d is the interval's midpoint, or its upper bound when there is
-// no lower one. When the assignment's bounds contradict each other, only
-// the latency bound, which needs no assignment, is kept against the lower
-// one; failing that, the lower one goes. The nodes' clocks then follow from
-// the edges along a spanning tree that takes the narrowest intervals first
-// (Kruskal's algorithm), one tree per connected part, its first node at 0.
-// Offsets only matter as differences between the nodes of an edge, so
-// where the root sits changes nothing.
+// no lower one. The bounds (not the drift) are read off the children that
+// had one candidate when an edge has at least kMinClockEvidence of them: a
+// wrong parent always tightens a bound, so at high load the 1st percentile
+// of all children crosses the true offset, while a child with one
+// candidate has its true parent. The drift stays with every child: wrong
+// parents shift a lower envelope by about as much in every slice of time,
+// which leaves its slope, and few samples per slice would not. When the
+// assignment's bounds contradict each other, only the latency bound, which
+// needs no assignment, is kept against the lower one; failing that, the lower
+// one goes. The nodes' clocks then follow from the edges along a spanning tree
+// that takes the narrowest intervals first (Kruskal's algorithm), one tree per
+// connected part, its first node at 0. Offsets only matter as differences
+// between the nodes of an edge, so where the root sits changes nothing.
 ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
                                   size_t nodes, TimeNs t0, TimeNs t1) {
   struct Estimate {
@@ -139,7 +143,8 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
   const TimeNs tc = t0 + (t1 - t0) / 2;
   std::vector<Estimate> est;
   for (EdgeClockEvidence& e : edges) {
-    if (e.latencies.empty() && e.child_starts.size() < kMinEvidence) continue;
+    if (e.latencies.empty() && e.child_starts.size() < kMinClockEvidence)
+      continue;
     std::vector<double> slopes;
     for (auto [list, sign] :
          {std::pair{&e.latencies, 1}, std::pair{&e.child_starts, 1},
@@ -156,15 +161,20 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
     const TimeNs by_latency =
         e.latencies.empty() ? kOpen
                             : DetrendedQuantile(e.latencies, drift, 1, tc, 0.0);
+    const auto& starts = e.sure_child_starts.size() >= kMinClockEvidence
+                             ? e.sure_child_starts
+                             : e.child_starts;
+    const auto& ends = e.sure_parent_ends.size() >= kMinClockEvidence
+                           ? e.sure_parent_ends
+                           : e.parent_ends;
     const TimeNs by_children =
-        e.child_starts.size() >= kMinEvidence
-            ? DetrendedQuantile(e.child_starts, drift, 1, tc, kBoundQuantile)
+        starts.size() >= kMinClockEvidence
+            ? DetrendedQuantile(starts, drift, 1, tc, kBoundQuantile)
             : kOpen;
     TimeNs upper = std::min(by_latency, by_children);
-    bool has_lower = e.parent_ends.size() >= kMinEvidence;
-    const TimeNs lower = has_lower ? -DetrendedQuantile(e.parent_ends, drift,
-                                                        -1, tc, kBoundQuantile)
-                                   : 0;
+    bool has_lower = ends.size() >= kMinClockEvidence;
+    const TimeNs lower =
+        has_lower ? -DetrendedQuantile(ends, drift, -1, tc, kBoundQuantile) : 0;
     if (has_lower && lower > upper) {
       if (lower <= by_latency) {
         upper = by_latency;

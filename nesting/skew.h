@@ -35,6 +35,9 @@ inline constexpr trace::TimeNs kAutoSkewCap = 10'000'000;
 trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
                                uint64_t children);
 
+// Fewer samples than this say too little to bound an offset with.
+inline constexpr size_t kMinClockEvidence = 10;
+
 // What an assignment of parents says about the offset d of an edge's
 // callee clock against its caller's (d = offset(callee) - offset(caller);
 // each message is stamped by its sender, so a call's start is on the
@@ -55,6 +58,10 @@ struct EdgeClockEvidence {
   // Each call's observed latency: d plus a true latency > 0, a bound that
   // needs no assignment.
   std::vector<ClockSample> latencies;
+  // child_starts and parent_ends again, from the children whose parent was
+  // their only candidate: the bounds are read off these when an edge has
+  // enough of them; the drift always comes from the lists above.
+  std::vector<ClockSample> sure_child_starts, sure_parent_ends;
 };
 
 // Per node, a clock that is `offset` ahead of the reference at time t0 and

@@ -110,6 +110,15 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
         std::max(params->timeline_passes, Params().timeline_passes);
     AssignParents(first, state->windows, scale, table, stats);
   }
+  // Each edge's bounds are gathered twice: from every child, and from the
+  // children whose parent was their only candidate (skew.h). A wrong parent
+  // can give any value its window allows, always on the side that tightens
+  // a bound (a later-starting wrong parent lowers the child-start bound, an
+  // earlier-returning one raises the parent-end bound), so at high load,
+  // where a good share of the first assignment's parents are wrong, even
+  // the 1st percentile of all children can cross the true offset. A child
+  // with one candidate has its true parent, unless that parent is outside
+  // the windows or lost.
   std::unordered_map<uint64_t, EdgeClockEvidence> evidence;
   auto edge = [&](const Pair& p) -> EdgeClockEvidence& {
     EdgeClockEvidence& e = evidence[CallTable::EdgeKey(p)];
@@ -127,11 +136,15 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
     if (!c.imputed) ce.latencies.push_back({c.call, c.ret - c.call});
     if (c.parent == kNone) continue;
     const Pair& p = pairs[c.parent];
-    edge(p).child_starts.push_back({c.call, c.call - p.call});
+    const bool sure = c.cand_end - c.cand_begin == 1;
+    EdgeClockEvidence& pe = edge(p);
+    pe.child_starts.push_back({c.call, c.call - p.call});
+    if (sure) pe.sure_child_starts.push_back(pe.child_starts.back());
     // A child made after its parent returned (an asynchronous server)
     // says nothing about the order of the two returns.
     if (!c.imputed && !p.imputed && c.call <= p.ret) {
       ce.parent_ends.push_back({c.ret, p.ret - c.ret});
+      if (sure) ce.sure_parent_ends.push_back(ce.parent_ends.back());
     }
   }
   std::vector<EdgeClockEvidence> edges;
