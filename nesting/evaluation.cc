@@ -63,10 +63,12 @@ void ScoreRequestTrees(const std::vector<CallInfo>& truth,
   for (uint32_t i = 0; i < n; ++i) {
     if (!truth[i].matched || truth[i].pathid == 0) continue;
     reached.emplace(truth[i].pathid, truth[i].callee);
-    // A request is a pathid among the cheating run's roots (a request whose
-    // entry call lost its return is not one; under skew a request may have
-    // several roots there, still one request).
-    if (truth[i].parent == kNoParent) {
+    // A request is a pathid among the cheating run's roots, or under a call
+    // without a pathid (a client that sends no id, where the first server
+    // adds one). Under skew a request may have several roots there: still
+    // one request.
+    const uint32_t tp = truth[i].parent;
+    if (tp == kNoParent || (tp < n && truth[tp].pathid == 0)) {
       request_right.emplace(truth[i].pathid, true);
     }
   }

@@ -62,7 +62,8 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
                             const EvalOptions& options);
 
 // Request accuracy (the metric of issue 13): the share of true requests
-// (distinct pathids of true root calls) whose whole inferred tree is right.
+// (distinct pathids of true root calls, or of calls under a call without a
+// pathid) whose whole inferred tree is right.
 // `inferred_parent[i]` is call i's inferred parent: kNoParent for a root, a
 // call index, or any other value for "not inferred" (wrong). Judged by the
 // pathids, never by the clocks: a call whose request reaches its caller

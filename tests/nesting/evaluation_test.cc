@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/util/temp_dir.h"
@@ -94,6 +95,16 @@ CallInfo Call(trace::NodeId caller, trace::NodeId callee, uint64_t pathid,
   return c;
 }
 
+// Requests and right requests under one assignment of parents.
+std::pair<uint64_t, uint64_t> Score(const std::vector<CallInfo>& truth,
+                                    const std::vector<uint32_t>& parents) {
+  Evaluation e;
+  ScoreRequestTrees(truth, parents, &e);
+  return {e.requests, e.requests_correct};
+}
+
+using Scored = std::pair<uint64_t, uint64_t>;
+
 TEST(RequestAccuracy, TheIdsNotTheCheatingRunsClocksJudgeACall) {
   // Nodes 0 (client), 1, 2. Request 7: 0 -> 1, then 1 -> 2. On a skewed
   // capture the cheating run may fail to nest 1 -> 2 under 0 -> 1 (its
@@ -101,30 +112,19 @@ TEST(RequestAccuracy, TheIdsNotTheCheatingRunsClocksJudgeACall) {
   // the call belongs under that call, whatever the clocks said.
   const std::vector<CallInfo> truth = {Call(0, 1, 7, kNoParent),
                                        Call(1, 2, 7, kNoParent)};
-  Evaluation nested;
-  ScoreRequestTrees(truth, {kNoParent, 0}, &nested);
-  EXPECT_EQ(nested.requests, 1u);
-  EXPECT_EQ(nested.requests_correct, 1u);
-  Evaluation fragmented;
-  ScoreRequestTrees(truth, {kNoParent, kNoParent}, &fragmented);
-  EXPECT_EQ(fragmented.requests, 1u);
-  EXPECT_EQ(fragmented.requests_correct, 0u);
+  EXPECT_EQ(Score(truth, {kNoParent, 0}), Scored(1, 1));
+  EXPECT_EQ(Score(truth, {kNoParent, kNoParent}), Scored(1, 0));
 }
 
 TEST(RequestAccuracy, AnEntryCallKeepsTheCheatingRunsParentWithoutAnId) {
   // A client that sends no id (call 0, pathid 0); node 1 adds one on its
   // call to node 2. Request 9 reaches node 1 by no call with an id, so only
-  // the cheating run can say that call 1's parent is call 0.
+  // the cheating run can say that call 1's parent is call 0; the request
+  // counts all the same.
   const std::vector<CallInfo> truth = {Call(0, 1, 0, kNoParent),
                                        Call(1, 2, 9, 0)};
-  Evaluation under_it;
-  ScoreRequestTrees(truth, {kNoParent, 0}, &under_it);
-  EXPECT_EQ(under_it.requests_correct, under_it.requests);
-  Evaluation root;
-  ScoreRequestTrees(truth, {kNoParent, kNoParent}, &root);
-  // Not a root of the cheating run: no request is counted, none is right.
-  EXPECT_EQ(root.requests, 0u);
-  EXPECT_EQ(root.requests_correct, 0u);
+  EXPECT_EQ(Score(truth, {kNoParent, 0}), Scored(1, 1));
+  EXPECT_EQ(Score(truth, {kNoParent, kNoParent}), Scored(1, 0));
 }
 
 TEST(RequestAccuracy, AParentMustBeACallIntoTheCaller) {
@@ -134,15 +134,9 @@ TEST(RequestAccuracy, AParentMustBeACallIntoTheCaller) {
   const std::vector<CallInfo> truth = {Call(0, 1, 5, kNoParent),
                                        Call(0, 3, 5, kNoParent),
                                        Call(3, 1, 5, 1), Call(1, 2, 5, 0)};
-  for (uint32_t parent : {0u, 2u}) {
-    Evaluation e;
-    ScoreRequestTrees(truth, {kNoParent, kNoParent, 1, parent}, &e);
-    EXPECT_EQ(e.requests, 1u);
-    EXPECT_EQ(e.requests_correct, 1u) << parent;
-  }
-  Evaluation wrong;
-  ScoreRequestTrees(truth, {kNoParent, kNoParent, 1, 1}, &wrong);
-  EXPECT_EQ(wrong.requests_correct, 0u);
+  EXPECT_EQ(Score(truth, {kNoParent, kNoParent, 1, 0}), Scored(1, 1));
+  EXPECT_EQ(Score(truth, {kNoParent, kNoParent, 1, 2}), Scored(1, 1));
+  EXPECT_EQ(Score(truth, {kNoParent, kNoParent, 1, 1}), Scored(1, 0));
 }
 
 }  // namespace
