@@ -106,14 +106,13 @@ void ScoreRequestTrees(const std::vector<CallInfo>& truth,
   for (const auto& [pathid, right] : request_right) {
     e->requests_correct += right;
   }
-  e->request_accuracy =
-      e->requests ? static_cast<double>(e->requests_correct) /
-                        static_cast<double>(e->requests)
-                  : 0.0;
+  e->request_accuracy = e->requests ? static_cast<double>(e->requests_correct) /
+                                          static_cast<double>(e->requests)
+                                    : 0.0;
 }
 
-Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params,
-                            const EvalOptions& options) {
+Result<Evaluation> Evaluate(const std::string& truth_trace,
+                            const Params& params, const EvalOptions& options) {
   Params inferred_params = params;
   inferred_params.use_pathids = false;
   Result<DetailedResult> inf = RunOnce(truth_trace, inferred_params);
@@ -166,10 +165,10 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
                            ? 1.0 - static_cast<double>(e.correct_instances) /
                                        static_cast<double>(e.inferred_instances)
                            : 0.0;
-  e.message_error_rate =
-      e.messages ? 1.0 - static_cast<double>(e.messages_correct) /
-                             static_cast<double>(e.messages)
-                 : 0.0;
+  e.message_error_rate = e.messages
+                             ? 1.0 - static_cast<double>(e.messages_correct) /
+                                         static_cast<double>(e.messages)
+                             : 0.0;
 
   // Patterns, both lists ranked by count (RunNestingDetailed sorts them).
   const auto& ip = inf->result.patterns;
@@ -188,8 +187,11 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
   // tolerance of the N-th inferred pattern's count (a near tie).
   for (int n = 1; n <= options.max_n && n <= static_cast<int>(tp.size()); ++n) {
     std::unordered_set<std::string> itop;
-    for (int k = 0; k < n && k < static_cast<int>(ip.size()); ++k) itop.insert(ip[k].shape);
-    double nth = n <= static_cast<int>(ip.size()) ? static_cast<double>(ip[n - 1].count) : 0.0;
+    for (int k = 0; k < n && k < static_cast<int>(ip.size()); ++k)
+      itop.insert(ip[k].shape);
+    double nth = n <= static_cast<int>(ip.size())
+                     ? static_cast<double>(ip[n - 1].count)
+                     : 0.0;
     TopNPoint pt;
     pt.n = n;
     for (int k = 0; k < n; ++k) {
@@ -197,9 +199,11 @@ Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params
       if (itop.count(sig)) continue;
       ++pt.false_negatives;
       auto it = imap.find(sig);
-      double have = it == imap.end() ? 0.0 : static_cast<double>(it->second->count);
+      double have =
+          it == imap.end() ? 0.0 : static_cast<double>(it->second->count);
       if (have < (1.0 - options.tolerance) * nth) ++pt.false_negatives_tolerant;
-      if (n == std::min<int>(10, static_cast<int>(tp.size()))) e.missing_top_patterns.push_back(sig);
+      if (n == std::min<int>(10, static_cast<int>(tp.size())))
+        e.missing_top_patterns.push_back(sig);
     }
     e.top_n.push_back(pt);
   }
@@ -246,7 +250,8 @@ nlohmann::ordered_json EvaluationToJson(const Evaluation& e) {
                      {"false_negatives", p.false_negatives},
                      {"false_negatives_tolerant", p.false_negatives_tolerant},
                      {"rate", static_cast<double>(p.false_negatives) / p.n},
-                     {"rate_tolerant", static_cast<double>(p.false_negatives_tolerant) / p.n}});
+                     {"rate_tolerant",
+                      static_cast<double>(p.false_negatives_tolerant) / p.n}});
   }
   j["top_n"] = {{"tolerance", e.tolerance}, {"curve", curve}};
   j["latency"] = {{"relative_error_weighted", e.latency_error_weighted},
@@ -280,7 +285,8 @@ std::string EvaluationToText(const Evaluation& e) {
                 static_cast<unsigned long long>(e.requests_correct),
                 100 * e.request_accuracy);
   out << buf;
-  std::snprintf(buf, sizeof buf, "messages:       %.2f%% not ascribed to a correct path\n",
+  std::snprintf(buf, sizeof buf,
+                "messages:       %.2f%% not ascribed to a correct path\n",
                 100 * e.message_error_rate);
   out << buf;
   std::snprintf(buf, sizeof buf,
@@ -288,14 +294,16 @@ std::string EvaluationToText(const Evaluation& e) {
                 "%.2f%% (weighted), %.2f%% at worst\n",
                 100 * e.latency_error_weighted, 100 * e.latency_error_max);
   out << buf;
-  out << "top-N false negatives (Figure 17; tolerant = ignoring near ties within "
+  out << "top-N false negatives (Figure 17; tolerant = ignoring near ties "
+         "within "
       << e.tolerance * 100 << "%):\n";
   for (const auto& p : e.top_n) {
-    std::snprintf(buf, sizeof buf, "  N=%-3d %2d (%.3f)  tolerant %2d (%.3f)%s\n", p.n,
-                  p.false_negatives, static_cast<double>(p.false_negatives) / p.n,
-                  p.false_negatives_tolerant,
-                  static_cast<double>(p.false_negatives_tolerant) / p.n,
-                  static_cast<double>(p.false_negatives) > 1.0 ? "  > 1/N" : "");
+    std::snprintf(
+        buf, sizeof buf, "  N=%-3d %2d (%.3f)  tolerant %2d (%.3f)%s\n", p.n,
+        p.false_negatives, static_cast<double>(p.false_negatives) / p.n,
+        p.false_negatives_tolerant,
+        static_cast<double>(p.false_negatives_tolerant) / p.n,
+        static_cast<double>(p.false_negatives) > 1.0 ? "  > 1/N" : "");
     out << buf;
   }
   return out.str();

@@ -18,8 +18,9 @@ namespace bbprof::nesting {
 
 struct TopNPoint {
   int n = 0;
-  int false_negatives = 0;            // true top-N patterns missing from the inferred top N
-  int false_negatives_tolerant = 0;   // the same, ignoring near ties (tolerance)
+  int false_negatives =
+      0;  // true top-N patterns missing from the inferred top N
+  int false_negatives_tolerant = 0;  // the same, ignoring near ties (tolerance)
 };
 
 struct Evaluation {
@@ -58,8 +59,8 @@ struct EvalOptions {
   uint64_t min_count_for_latency = 10;
 };
 
-Result<Evaluation> Evaluate(const std::string& truth_trace, const Params& params,
-                            const EvalOptions& options);
+Result<Evaluation> Evaluate(const std::string& truth_trace,
+                            const Params& params, const EvalOptions& options);
 
 // Request accuracy (the metric of issue 13): the share of true requests
 // (distinct pathids of true root calls, or of calls under a call without a
