@@ -925,11 +925,13 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
 }
 
 // Random traces (RandomPairingTrace) through nest on 1, 2 and 3 threads:
-// pairing splits by key hash, candidates, skew and scoreboards by caller,
-// and a pending-call limit of a batch or more (4096 records: below it one
-// thread pairs) binds in mid-trace, where the threads hand their tables to
-// one pairer. Under a skew window, returns stamped before their call are
-// claimed; under --skew-window auto, clocks are corrected.
+// the parent choice, the timeline passes and the pattern table split over
+// components, parents and roots (docs/nesting.md, "The threads driver as
+// built"), on traces whose pairing is hard (repeated and missing callids,
+// lost returns, a pending-call limit that binds mid-trace), so that a
+// driver that also splits pairing (the branch `pair` did, by key hash) is
+// held to the same bytes. Under a skew window, returns stamped before their
+// call are claimed; under --skew-window auto, clocks are corrected.
 TEST(NestCliTest, RandomTracesGiveTheSameResultOnAnyThreads) {
   TempDir dir;
   std::vector<std::pair<std::string, std::string>> runs;
