@@ -68,8 +68,8 @@ for which in before after; do
     "$bin" capture -q -r "$work/idle.pcap" -o "$work/idle.trace"
   peak "$which: stats $n_calls unmatched calls" "$bin" stats "$work/unmatched.trace"
   peak "$which: nest $n_calls unmatched calls" \
-    "$bin" nest -q "$work/unmatched.trace" --json "$work/r.json"
+    "$bin" nest -q --threads 1 "$work/unmatched.trace" --json "$work/r.json"
   peak "$which: stats $n_nodes distinct node names" "$bin" stats "$work/nodes.trace"
   peak "$which: nest $n_nodes distinct node names" \
-    "$bin" nest -q "$work/nodes.trace" --json "$work/r.json"
+    "$bin" nest -q --threads 1 "$work/nodes.trace" --json "$work/r.json"
 done

@@ -3,6 +3,8 @@
 # sections 7.5 and Table 1). Not a test: prints a Markdown table for
 # docs/benchmarks.md. Usage: bench/nest_figures.sh [BBPROF] [WORKDIR]
 # The machine is shared and noisy: compare numbers from one run only.
+# nest runs on one thread (--threads 1; the default, auto, takes the usable
+# cores), so its wall time and peak memory are one core's, as documented.
 set -euo pipefail
 B=${1:-build/release/cli/bbprof}
 W=${2:-$(mktemp -d)}
@@ -13,7 +15,7 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for name in ${SAMPLES:-children-parallel children-0-2 children-d-cc penalty-breaker multitier-normal multitier-added-delay multitier-parallelism-high multitier-long}; do
   t="$W/$name.bbt"
   [ -f "$t" ] || "$B" maketrace "$S/$name.conf" -o "$t" -q
-  /usr/bin/time -f "%e %M" -o "$W/$name.time" "$B" nest "$t" --json "$W/$name.json" --requests "$W/$name.otlp.json" -q > "$W/$name.txt"
+  /usr/bin/time -f "%e %M" -o "$W/$name.time" "$B" nest "$t" --threads 1 --json "$W/$name.json" --requests "$W/$name.otlp.json" -q > "$W/$name.txt"
   "$B" eval "$W/$name.json" --truth "$t" --json "$W/$name.eval.json" -q > /dev/null
   read -r wall kb < "$W/$name.time"
   python3 - "$W/$name.json" "$W/$name.eval.json" "$name" "$wall" "$kb" <<'PY'

@@ -11,6 +11,7 @@
 #include "cli/command_line.h"
 #include "cli/eval_params.h"
 #include "cli/naming_flags.h"
+#include "cli/nest_flags.h"
 #include "nesting/evaluation.h"
 #include "nesting/result_eval.h"
 #include "trace/json_text.h"
@@ -40,7 +41,8 @@ int Run(std::span<const std::string> args) {
       ("tolerance", po::value<double>()->default_value(0.02), "near-tie tolerance of the top-N curve (fraction)")
       ("max-n", po::value<int>()->default_value(30), "longest top-N curve")
       ("requests", po::value<std::string>(), "the requests 'bbprof nest --requests' wrote (.jaeger.json or .otlp.json); by default the file the result records, if any")
-      ("no-requests", "score the patterns only, even if the result records a requests file");
+      ("no-requests", "score the patterns only, even if the result records a requests file")
+      ("threads", po::value<std::string>()->default_value("auto"), "threads for the re-run of the nesting (as 'nest --threads': 1 to 256, or auto); the figures are the same for every count");
   cl.AddPositional("RESULT", "result JSON written by 'bbprof nest --json'", 1, 1);
   if (auto rc = cl.Parse(args)) return *rc;
   if (!cl.Has("truth")) return cl.UsageError("--truth TRACE is required");
@@ -48,6 +50,10 @@ int Run(std::span<const std::string> args) {
   if (!(tol >= 0 && tol < 1)) return cl.UsageError("--tolerance must be in [0, 1)");
   int max_n = cl.Get<int>("max-n");
   if (max_n < 1) return cl.UsageError("--max-n must be >= 1");
+  int threads = 1;
+  if (!ParseThreadsFlag(cl.Get<std::string>("threads"), &threads)) {
+    return cl.UsageError("--threads must be auto or between 1 and 256");
+  }
 
   const std::string& result_path = cl.Positional("RESULT")[0];
   Result<std::string> text = ReadWholeFile(result_path);
@@ -63,6 +69,7 @@ int Run(std::span<const std::string> args) {
     return cl.Fail(s.WithContext(result_path));
   Result<nesting::Params> params = ReadResultParams(j);
   if (!params.ok()) return cl.Fail(params.status().WithContext(result_path));
+  params->threads = threads;
   nesting::EvalOptions opts;
   opts.tolerance = tol;
   opts.max_n = max_n;

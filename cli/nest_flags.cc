@@ -1,7 +1,10 @@
 #include "cli/nest_flags.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 
+#include "base/cores.h"
 #include "trace/pending_calls.h"
 #include "trace/timestamp.h"
 
@@ -47,9 +50,11 @@ void AddNestAnalysisFlags(CommandLine& cl) {
           std::to_string(trace::kDefaultMaxPendingCalls)),
       "calls waiting for their return kept at once while pairing; beyond, the "
       "oldest is dropped as unmatched (pending_calls_evicted; 0: no limit)")(
-      "threads", po::value<int>()->default_value(defaults.threads),
+      "threads", po::value<std::string>()->default_value("auto"),
       "threads for the passes that split with an exact merge (parent "
-      "choice and timeline passes); the result is the same for every count");
+      "choice, timeline passes, pattern table): 1 to 256, or auto (the "
+      "cores this process may use, at most 8); the result is the same for "
+      "every count");
   // Operations, client folding and node names (issue 14).
   cl.options().add_options()(
       "group-by", po::value<std::string>()->default_value("op"),
@@ -61,6 +66,24 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       "external clients (callers never called): fold into 'clients', keep, "
       "cidr:/N[,/M] or cidr:BLOCK,...");
   AddNamingFlags(cl, /*capture=*/false);
+}
+
+// Beyond 8 threads the passes that split gain little: the serial passes
+// (pairing, skew, candidates, scoreboards) are about a third of a run, so
+// Amdahl's law caps the speedup near 2.8x whatever the count, while every
+// thread adds its working vectors (docs/nesting.md, "The threads driver as
+// built").
+bool ParseThreadsFlag(const std::string& text, int* threads) {
+  if (text == "auto") {
+    *threads = std::min(UsableCores(), kMaxAutoThreads);
+    return true;
+  }
+  int n = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || p != end || n < 1 || n > 256) return false;
+  *threads = n;
+  return true;
 }
 
 std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
@@ -76,9 +99,8 @@ std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
   if (params.refine_passes < 0 || params.refine_passes > 100) {
     return cl.UsageError("--refine-passes must be between 0 and 100");
   }
-  params.threads = cl.Get<int>("threads");
-  if (params.threads < 1 || params.threads > 256) {
-    return cl.UsageError("--threads must be between 1 and 256");
+  if (!ParseThreadsFlag(cl.Get<std::string>("threads"), &params.threads)) {
+    return cl.UsageError("--threads must be auto or between 1 and 256");
   }
   params.timeline_passes = cl.Get<int>("timeline-passes");
   if (params.timeline_passes < 0 || params.timeline_passes > 100) {

@@ -29,6 +29,12 @@ void AddNestAnalysisFlags(CommandLine& cl);
 std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
                                           NestSetup* out);
 
+// `--threads`: "auto" is the cores this process may use (base/cores.h), at
+// most kMaxAutoThreads; otherwise a count from 1 to 256. False on anything
+// else. Shared by `eval`, which re-runs the nesting with "auto".
+inline constexpr int kMaxAutoThreads = 8;
+bool ParseThreadsFlag(const std::string& text, int* threads);
+
 // Opens `path` (a trace or a capture, cli/analysis_input.h) and nests it;
 // tells (unless --quiet) of skipped lines and skew windows. An input with no
 // messages or no call pairs is an error. With `detail`, the run keeps every

@@ -139,9 +139,28 @@ class MemoryDriver {
 
   // Records read ahead: a batch of them with their text (callid, pathid,
   // op) copied, since a reader's views last only until its next record.
+  // The records' views are pointed into `text` only once the batch has
+  // reached the thread that pairs it: moving a std::string may move its
+  // characters (a short one lives inside the object), so views made before
+  // a move could point into the reader thread's dead copy.
   struct Batch {
+    // Where each record's callid, pathid and op start in `text`.
+    struct Views {
+      size_t callid, pathid, op;
+    };
     std::vector<trace::Record> records;
+    std::vector<Views> at;
     std::string text;
+
+    void PointViews() {
+      const char* base = text.data();
+      for (size_t i = 0; i < records.size(); ++i) {
+        trace::Record& r = records[i];
+        r.callid = {base + at[i].callid, r.callid.size()};
+        r.pathid = {base + at[i].pathid, r.pathid.size()};
+        r.op = {base + at[i].op, r.op.size()};
+      }
+    }
   };
   static constexpr size_t kBatchRecords = 4096;
   static constexpr size_t kBatchesAhead = 4;
@@ -166,28 +185,17 @@ class MemoryDriver {
           }
         }
         b.records.clear();
+        b.at.clear();
         b.text.clear();
-        // Offsets into b.text until the batch is whole (it may move).
-        struct Views {
-          size_t callid, pathid, op;
-        };
-        std::vector<Views> at;
-        at.reserve(kBatchRecords);
         trace::Record rec;
         bool more = true;
         while (b.records.size() < kBatchRecords && (more = reader_.Next(rec))) {
           progress->Update(reader_.raw_bytes_read());
-          at.push_back({b.text.size(), b.text.size() + rec.callid.size(),
-                        b.text.size() + rec.callid.size() + rec.pathid.size()});
+          b.at.push_back(
+              {b.text.size(), b.text.size() + rec.callid.size(),
+               b.text.size() + rec.callid.size() + rec.pathid.size()});
           b.text.append(rec.callid).append(rec.pathid).append(rec.op);
           b.records.push_back(rec);
-        }
-        for (size_t i = 0; i < b.records.size(); ++i) {
-          trace::Record& r = b.records[i];
-          const char* base = b.text.data();
-          r.callid = {base + at[i].callid, r.callid.size()};
-          r.pathid = {base + at[i].pathid, r.pathid.size()};
-          r.op = {base + at[i].op, r.op.size()};
         }
         std::unique_lock lock(mu);
         if (!b.records.empty()) full.push_back(std::move(b));
@@ -210,6 +218,7 @@ class MemoryDriver {
         full.pop_front();
         cv.notify_all();
       }
+      b.PointViews();
       for (const trace::Record& rec : b.records) {
         status = pairer->Add(rec);
         if (!status.ok()) break;
