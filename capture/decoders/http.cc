@@ -506,6 +506,7 @@ class HttpDecoder final : public StreamDecoder {
       s.req.h2c = s.upgrade_h2c;
       if (s.call_deferred) {
         s.req.pathid = s.truth.pathid();
+        if (s.truth.id_too_long()) sink_.Count("http_request_id_too_long");
         EmitDeferredCall(s);
       }
       if (pending_.size() >= kMaxPending) {

@@ -285,6 +285,7 @@ class Http2Decoder final : public StreamDecoder {
   void EndClientBlock() {
     scan_.Reset(nullptr);
     std::string op = hpack_.broken() ? std::string() : DecodeBlockOp();
+    if (scan_.id_too_long()) sink_.Count("http2_request_id_too_long");
     block_.clear();
     if (block_call_) {
       auto it = streams_.find(block_stream_);

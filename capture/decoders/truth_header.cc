@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trace/token.h"
+
 namespace bbprof::capture {
 namespace {
 
@@ -119,6 +121,12 @@ void TruthHeaderScan::Header(std::string_view name, std::string_view value) {
   if (rank < 0 || (rank_ >= 0 && rank >= rank_)) return;
   std::string id = RequestIdFromHeader(name, value);
   if (id.empty()) return;
+  // No trace reader accepts a longer pathid, so the writer would refuse the
+  // record; an id that long is no request id a tracer makes.
+  if (id.size() > trace::kMaxTokenBytes) {
+    too_long_ = true;
+    return;
+  }
   rank_ = rank;
   pathid_ = std::move(id);
 }

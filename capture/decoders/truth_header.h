@@ -59,14 +59,20 @@ class TruthHeaderScan {
     headers_ = headers;
     rank_ = -1;
     pathid_.clear();
+    too_long_ = false;
   }
   void Header(std::string_view name, std::string_view value);
   const std::string& pathid() const { return pathid_; }
+  // A truth header's id was longer, as a token, than a pathid may be
+  // (trace::kMaxTokenBytes) and was dropped: the decoder counts it, and the
+  // call goes on without that id (another truth header may still give one).
+  bool id_too_long() const { return too_long_ && pathid_.empty(); }
 
  private:
   const TruthHeaders* headers_;
   int rank_ = -1;  // of the header pathid_ came from
   std::string pathid_;
+  bool too_long_ = false;
 };
 
 }  // namespace bbprof::capture

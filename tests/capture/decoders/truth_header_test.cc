@@ -5,6 +5,7 @@
 
 #include "capture/decoders/decoders.h"
 #include "tests/capture/decoders/test_sink.h"
+#include "trace/token.h"
 
 namespace bbprof::capture {
 namespace {
@@ -119,6 +120,45 @@ TEST(HttpTruth, AHeaderSectionCutShortStillGivesTheCall) {
   d->OnEnd(4);  // the connection ended inside the headers
   EXPECT_EQ(sink.Summary(), "C0@1 C1@2 C2@3");
   EXPECT_EQ(sink.Paths(), "- r2 -");
+}
+
+// An id longer, as a token, than a pathid may be (trace::kMaxTokenBytes)
+// cannot go into a trace: the writer refused the record (found by the
+// decoder_http fuzzer, with %-escaped binary bytes). It is dropped and
+// counted; a later-ranked header still gives its id.
+TEST(HttpTruth, AnIdTooLongForAPathidIsDroppedAndCounted) {
+  const std::string long_id(trace::kMaxTokenBytes + 1, 'a');
+  // Escaped, a third as many bytes are already too many.
+  const std::string binary_id(trace::kMaxTokenBytes / 3 + 1, '\xff');
+  TruthHeaders t({"x-request-id", "traceparent"});
+  TruthHeaderScan scan(&t);
+  scan.Header("X-Request-Id", long_id);
+  EXPECT_EQ(scan.pathid(), "");
+  EXPECT_TRUE(scan.id_too_long());
+  scan.Header("traceparent", "00-abc-def-01");
+  EXPECT_EQ(scan.pathid(), "abc");
+  EXPECT_FALSE(scan.id_too_long());
+  scan.Reset(&t);
+  scan.Header("x-request-id", binary_id);
+  EXPECT_TRUE(scan.id_too_long());
+  scan.Reset(&t);
+  EXPECT_FALSE(scan.id_too_long());
+  // An id of exactly the limit is kept.
+  scan.Header("x-request-id", long_id.substr(1));
+  EXPECT_EQ(scan.pathid().size(), trace::kMaxTokenBytes);
+
+  TruthSink sink({"x-request-id", "traceparent"});
+  auto d = FindDecoder("http")->make_stream(sink);
+  d->OnData(kC, 1,
+            Bytes("GET /a HTTP/1.1\r\nX-Request-Id: " + long_id +
+                  "\r\n\r\nGET /b HTTP/1.1\r\nX-Request-Id: " + long_id +
+                  "\r\ntraceparent: 00-abc-def-01\r\n\r\n"));
+  d->OnData(kS, 2,
+            Bytes("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+                  "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"));
+  EXPECT_EQ(sink.Summary(), "C0@1 C1@1 R0@2 R1@2");
+  EXPECT_EQ(sink.Paths(), "- abc - abc");
+  EXPECT_EQ(sink.count("http_request_id_too_long"), 1u);
 }
 
 // HTTP/2: header blocks encoded by nghttp2's deflater (Huffman coding and
