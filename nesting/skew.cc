@@ -115,7 +115,11 @@ trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
 // 5905), applied to the nesting of calls instead of to messages. Drift is
 // the slope of the lists' lower envelopes over time (as NTP's frequency
 // discipline follows the trend of the offsets it filters), taken out before
-// the bounds are read. An edge whose interval holds 0 shows no skew and
+// the bounds are read; with two lists only (an edge with no children, or
+// whose calls have no parent: an external client's), the slope nearer 0,
+// since a list's values also follow the trend of its gaps (latencies that
+// grow or shrink with the load over a run) and only a slope both lists
+// show is the clock's. An edge whose interval holds 0 shows no skew and
 // gets d = 0, drift 0 (an unskewed trace is left exactly as it is);
 // otherwise d is the interval's midpoint, or its upper bound when there is
 // no lower one. The bounds (not the drift) are read off the children that
@@ -155,7 +159,12 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
     if (!slopes.empty()) {
       std::sort(slopes.begin(), slopes.end());
       const size_t m = slopes.size() / 2;
-      drift = slopes.size() % 2 ? slopes[m] : (slopes[m - 1] + slopes[m]) / 2;
+      // With two lists there is no third to break a tie, and their mean
+      // would take one list's own trend for the clock's: the slope nearer
+      // 0 is the one both lists support.
+      drift = slopes.size() % 2 != 0                          ? slopes[m]
+              : std::abs(slopes[m - 1]) < std::abs(slopes[m]) ? slopes[m - 1]
+                                                              : slopes[m];
       if (!(std::abs(drift) <= kMaxDrift)) drift = 0;
     }
     const TimeNs by_latency =

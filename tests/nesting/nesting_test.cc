@@ -357,6 +357,27 @@ TEST(NestingTest, ClockBoundsComeFromChildrenWithOneCandidate) {
   EXPECT_NE(c.offset[1], 1'399'500);
 }
 
+// An external client's calls have no parent, so their edge has two lists
+// only: latencies and child starts. Here the clocks agree, the children
+// start 66 us or more after their parent, and the latencies shrink by
+// 400 us per second over the run (a load that eases): the mean of the two
+// slopes, -200 ppm, read as drift, would pull the child bound 800 us below
+// 0 at the ends of the trace and move the client's clock by that much. The
+// slope nearer 0, the one both lists support, leaves the clocks alone.
+TEST(NestingTest, ClockDriftNeedsBothListsOfATwoListEdge) {
+  std::vector<EdgeClockEvidence> edges(1);
+  edges[0].caller = 0;
+  edges[0].callee = 1;
+  for (int k = 0; k <= 800; ++k) {
+    const trace::TimeNs t = trace::TimeNs{k} * 10'000'000;  // 0 .. 8 s
+    edges[0].child_starts.push_back({t, 66'000 + (k % 7) * 1000});
+    edges[0].latencies.push_back(
+        {t, 3'700'000 - t / 2500 + (k % 3) * 1000});  // -400 ppm
+  }
+  const ClockCorrection c = SolveClockOffsets(edges, 2, 0, 8'000'000'000);
+  EXPECT_FALSE(c.any());
+}
+
 TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
   std::vector<trace::TimeNs> few = {1000, 2000, 3000, 4000};
   EXPECT_EQ(ChooseSkewWindow(few, 10), 0);  // fewer than 5 misses: lost calls
