@@ -77,6 +77,12 @@ struct Params {
   // arrival, each child's return, the next child's call, its own return)
   // and re-chooses every call's parent by the likelihood of those gaps.
   int timeline_passes = 2;
+  // The timeline passes may score the children a parent has on one edge
+  // by their order of return (docs/nesting.md, "Burst order"). Clock
+  // correction turns it off for the first assignments it learns the
+  // offsets from (skew_estimation.h). Not part of the result: on by
+  // default, and not a flag.
+  bool return_chain = true;
   // A call whose return was lost (a sniffer drop, the trace's end) still
   // happened and may have caused calls: it stays a candidate parent until
   // its edge's 99th-percentile latency has passed (see call_pairs.h).

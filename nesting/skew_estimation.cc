@@ -108,6 +108,12 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
         std::max(params->refine_passes, Params().refine_passes);
     first.timeline_passes =
         std::max(params->timeline_passes, Params().timeline_passes);
+    // Nor with the return chain (timeline.cc, ChainReturns): offsets
+    // learned from an assignment made with it came out wrong on the skewed
+    // real stack (docs/nesting.md, "Burst order"); learned without it,
+    // they are as before, and the final assignment, on the corrected
+    // clocks, gets the term.
+    first.return_chain = false;
     AssignParents(first, state->windows, scale, table, stats);
   }
   // Each edge's bounds are gathered twice: from every child, and from the

@@ -22,6 +22,7 @@ class TimelineModel {
   TimelineModel(const Params& params, const BinScale& scale,
                 const Penalties& penalties, CallTable* table)
       : smooth_bins_(params.smooth_bins),
+        return_chain_(params.return_chain),
         scale_(scale),
         penalties_(penalties),
         table_(table),
@@ -107,7 +108,21 @@ class TimelineModel {
   // of those later children from their anchor under kLater | their
   // anchor's key.
   static constexpr uint32_t kBurst = (1u << kEdgeBits) - 4;
+  // Return order (see ChainReturns): a child's duration is keyed
+  // GapKey(parent edge, kDuration, child edge), and the gap of its return
+  // from the previous return on its edge under the same parent
+  // GapKey(parent edge, kReturnChain, child edge). Learning also counts
+  // the durations of those later children under kLater | their duration
+  // key.
+  static constexpr uint32_t kDuration = (1u << kEdgeBits) - 5;
+  static constexpr uint32_t kReturnChain = (1u << kEdgeBits) - 6;
   static constexpr uint64_t kLater = uint64_t{1} << 63;
+  // Scoring only: a density the term divides by (the duration a return
+  // chain replaces), not one it multiplies by.
+  static constexpr uint64_t kGiven = uint64_t{1} << 62;
+  // Which chains a parent edge has (chains_), as bits.
+  static constexpr uint8_t kCallChainBit = 1;
+  static constexpr uint8_t kReturnChainBit = 2;
   static uint64_t GapKey(uint32_t parent_edge, uint32_t from, uint32_t to) {
     return (uint64_t{parent_edge} << (2 * kEdgeBits)) |
            (uint64_t{from} << kEdgeBits) | to;
@@ -133,7 +148,7 @@ class TimelineModel {
           ids.try_emplace(static_cast<uint64_t>(p.caller) << 32 |
                               table_->KeyedCallee(static_cast<uint32_t>(i)),
                           static_cast<uint32_t>(ids.size()));
-      if (ids.size() >= kBurst) return false;
+      if (ids.size() >= kReturnChain) return false;
       edge_of_[i] = it->second;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
     }
@@ -151,8 +166,9 @@ class TimelineModel {
   struct Kid {
     TimeNs call, ret;
     uint32_t edge;
-    int anchor;  // index into the kids sorted by return; -1: the arrival
-    bool burst;  // scored by its place in a burst (ChainBursts)
+    int anchor;    // index into the kids sorted by return; -1: the arrival
+    bool burst;    // scored by its place in a burst (ChainBursts)
+    bool imputed;  // its return is assumed (the real one was lost)
   };
   // The working vectors of ForEachTerm, one set per thread, each on cache
   // lines of its own (their ends move with every timeline scored).
@@ -162,16 +178,21 @@ class TimelineModel {
     std::vector<std::pair<int, uint32_t>> spawned;
     std::vector<std::pair<uint32_t, int>> grand, grand_mine;  // GrandchildGain
     std::vector<int> order;                                   // ChainBursts
+    std::vector<int> returned;                                // ChainReturns
   };
 
   // Calls gap(key, delay) for each child, set(context, multiset) for each
   // anchor and tail(key, delay) for the return (unless it was imputed), on
   // the timeline of `parent` with its children plus `extra`, less `exclude`
   // (kNone: none). A child on a burst edge (ChainBursts) is scored by its
-  // place in its burst instead of its anchor's gap. With `groups`
-  // (learning), every child gives its anchor's gap, the later children of
-  // a burst their gap from the previous call too, and each burst of two or
-  // more children on one edge is listed as (burst key, size).
+  // place in its burst instead of its anchor's gap, and a child on a
+  // return-chain edge (ChainReturns) by its return's gap from the previous
+  // return on its edge, over its duration (gap gets that one's key with
+  // kGiven: divide). With `groups` (learning), every child gives its
+  // anchor's gap and its duration, the later children of a burst their
+  // gap from the previous call too, those of a return chain their gap from
+  // the previous return too, and each burst or return chain of two or more
+  // children on one edge is listed as (its key, size).
   template <typename Gap, typename Set, typename Tail>
   void ForEachTerm(Scratch& scratch, uint32_t parent, uint32_t extra,
                    uint32_t exclude, Gap&& gap, Set&& set, Tail&& tail,
@@ -189,7 +210,7 @@ class TimelineModel {
         after.push_back(edge_of_[s]);
         gap(GapKey(pe, kAfterReturn, edge_of_[s]), c.call - p.ret);
       } else {
-        kids.push_back({c.call, c.ret, edge_of_[s], -1, false});
+        kids.push_back({c.call, c.ret, edge_of_[s], -1, false, c.imputed});
       }
     };
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
@@ -219,8 +240,8 @@ class TimelineModel {
       while (j > 0 && j - 1 == i) --j;
       k.anchor = j - 1;
       k.burst =
-          groups == nullptr && has_burst_[pe] &&
-          burst_index_.Find(GapKey(pe, kBurst, k.edge)) != FlatIndex::kMissing;
+          groups == nullptr && (chains_[pe] & kCallChainBit) != 0 &&
+          chain_index_.Find(GapKey(pe, kBurst, k.edge)) != FlatIndex::kMissing;
       if (k.burst) {
         // Scored by ChainBursts below.
       } else if (k.anchor >= 0) {
@@ -233,8 +254,14 @@ class TimelineModel {
     }
     // Learning needs two children for a burst; scoring, every child on a
     // burst edge (the main loop left them to ChainBursts).
-    if (groups != nullptr ? n >= 2 : has_burst_[pe]) {
+    if (groups != nullptr ? n >= 2 : (chains_[pe] & kCallChainBit) != 0) {
       ChainBursts(scratch, p, pe, gap, groups);
+    }
+    // Learning counts every child's duration; scoring needs a return-chain
+    // edge.
+    if (groups != nullptr ? return_chain_ && n >= 1
+                          : (chains_[pe] & kReturnChainBit) != 0) {
+      ChainReturns(scratch, pe, gap, groups);
     }
     std::sort(spawned.begin(), spawned.end());
     size_t s = 0;
@@ -267,7 +294,7 @@ class TimelineModel {
   // anchor, each later one by its gap from the previous one's call. Both
   // ways are densities of the same call times, so learning (hard EM, like
   // every term here) keeps, per (parent edge, child edge), the one under
-  // which the current assignment is likelier (ChooseBurstEdges). Where
+  // which the current assignment is likelier (ChooseChains). Where
   // calls are independent of their siblings (every maketrace sample: each
   // is drawn from its anchor) the anchor's gap fits better, and nothing
   // changes.
@@ -302,7 +329,7 @@ class TimelineModel {
       // Scoring takes the anchor's gap for the first child, the previous
       // call's for the others. Learning (which counted every child's gap
       // from its anchor already) counts the later ones both ways, for
-      // ChooseBurstEdges.
+      // ChooseChains.
       const uint64_t anchor_key = k.anchor >= 0
                                       ? GapKey(pe, kids[k.anchor].edge, k.edge)
                                       : GapKey(pe, kArrival, k.edge);
@@ -320,6 +347,63 @@ class TimelineModel {
     }
   }
 
+  // Return order, beyond the paper. A server that answers a request's
+  // calls together (an event loop that holds the parts of a request until
+  // the last arrives, then replies to all of them) returns them within a
+  // few tens of microseconds of each other, while their durations, each
+  // from its own call, vary with everything that came before the reply.
+  // Taking every child's duration as given, the model cannot tell a parent
+  // whose parts came back together from one whose parts came back
+  // milliseconds apart. So the children of a parent on one edge, in
+  // return order, can be scored as a chain: the first by its duration (as
+  // given, so no term), each later one by the gap of its return from the
+  // previous one's, over its duration (the density the chain replaces).
+  // Which edges are chained is learned per (parent edge, child edge) with
+  // the call chain's rule (ChooseChains). Children whose return is assumed
+  // (lost) are left out: their return says nothing of order.
+  template <typename Gap>
+  void ChainReturns(Scratch& scratch, uint32_t pe, Gap&& gap,
+                    std::vector<std::pair<uint64_t, int>>* groups) {
+    const auto& kids = scratch.kids;  // in return order
+    auto& returned = scratch.returned;
+    returned.clear();
+    for (int i = 0; i < static_cast<int>(kids.size()); ++i) {
+      const Kid& k = kids[i];
+      if (k.imputed) continue;
+      if (groups == nullptr &&
+          chain_index_.Find(GapKey(pe, kReturnChain, k.edge)) ==
+              FlatIndex::kMissing) {
+        continue;
+      }
+      returned.push_back(i);
+    }
+    // By edge, each edge's in return order (the kids' order).
+    std::sort(returned.begin(), returned.end(), [&](int a, int b) {
+      return kids[a].edge != kids[b].edge ? kids[a].edge < kids[b].edge : a < b;
+    });
+    int run = 0;  // the chain's length so far
+    for (size_t i = 0; i < returned.size(); ++i) {
+      const Kid& k = kids[returned[i]];
+      const Kid* prev = i > 0 ? &kids[returned[i - 1]] : nullptr;
+      const bool later = prev != nullptr && prev->edge == k.edge;
+      const uint64_t duration_key = GapKey(pe, kDuration, k.edge);
+      if (groups != nullptr) {
+        if (!later && run >= 2) {
+          groups->emplace_back(GapKey(pe, kReturnChain, prev->edge), run);
+        }
+        run = later ? run + 1 : 1;
+        gap(duration_key, k.ret - k.call);
+      }
+      if (!later) continue;
+      gap(GapKey(pe, kReturnChain, k.edge), k.ret - prev->ret);
+      gap((groups != nullptr ? kLater : kGiven) | duration_key, k.ret - k.call);
+    }
+    if (groups != nullptr && run >= 2) {
+      groups->emplace_back(GapKey(pe, kReturnChain, kids[returned.back()].edge),
+                           run);
+    }
+  }
+
   // What learning counts: per gap key a histogram of delays and its total,
   // per multiset (its hash includes its context) the context and a count,
   // per context a total. Counts only, in doubles: integers, so the sums of
@@ -330,8 +414,9 @@ class TimelineModel {
     std::vector<std::vector<double>> counts;
     std::unordered_map<uint64_t, std::pair<uint64_t, double>> set_count;
     std::unordered_map<uint64_t, double> set_total;
-    // Per burst key, how many bursts had each size (index: size).
-    std::unordered_map<uint64_t, std::vector<double>> burst_sizes;
+    // Per chain key, how many groups (bursts, return chains) had each size
+    // (index: size).
+    std::unordered_map<uint64_t, std::vector<double>> group_sizes;
   };
 
   // Counts the timelines of the parents in [begin, end).
@@ -367,7 +452,7 @@ class TimelineModel {
           },
           add, &groups);
       for (const auto& [key, size] : groups) {
-        auto& sizes = out->burst_sizes[key];
+        auto& sizes = out->group_sizes[key];
         if (sizes.size() <= static_cast<size_t>(size)) sizes.resize(size + 1);
         sizes[size] += 1;
       }
@@ -397,8 +482,8 @@ class TimelineModel {
     for (const auto& [context, total] : from.set_total) {
       into->set_total[context] += total;
     }
-    for (const auto& [key, sizes] : from.burst_sizes) {
-      auto& to = into->burst_sizes[key];
+    for (const auto& [key, sizes] : from.group_sizes) {
+      auto& to = into->group_sizes[key];
       if (to.size() < sizes.size()) to.resize(sizes.size());
       for (size_t m = 0; m < sizes.size(); ++m) to[m] += sizes[m];
     }
@@ -444,7 +529,7 @@ class TimelineModel {
     std::vector<std::pair<uint64_t, uint32_t>> items(gap_index.begin(),
                                                      gap_index.end());
     gap_index_.Build(items);
-    ChooseBurstEdges(learned, std::move(items));
+    ChooseChains(learned, std::move(items));
     items.clear();
     // A multiset never seen after this anchor gets half an observation.
     log_p_.clear();
@@ -466,20 +551,23 @@ class TimelineModel {
   }
 
   // Which (parent edge, child edge) pairs are scored as bursts (see
-  // ChainBursts): those where bursts are the rule (most anchors that spawn
-  // a call on the edge spawn two or more) and the current assignment is
-  // likelier as chains. Each way is scored by its leave-one-out
-  // log-likelihood (each observation under the density learned from all
-  // the others), so the chain's extra density wins no edge by fitting its
-  // few samples. The first child of a burst is scored the same both ways
-  // (its anchor's gap), so the comparison is between the later children's
-  // gaps from their anchor and from the previous call. The anchored way
-  // scores a burst of m children as a density of their unordered call
-  // times, so it gains log m! as one of the ordered ones (what a chain
-  // is). Keys are taken in their order, so the sums come out the same
-  // however learning was cut into parts.
-  void ChooseBurstEdges(const LearnCounts& learned,
-                        std::vector<std::pair<uint64_t, uint32_t>> items) {
+  // ChainBursts) or as return chains (ChainReturns): those where such
+  // groups are the rule (most anchors that spawn a call on the edge spawn
+  // two or more; for returns, most parents with a child on the edge have
+  // two or more) and the current assignment is likelier as chains. Each
+  // way is scored by its leave-one-out log-likelihood (each observation
+  // under the density learned from all the others), so the chain's extra
+  // density wins no edge by fitting its few samples. The first child of a
+  // group is scored the same both ways (its anchor's gap, its duration),
+  // so the comparison is between the later children's gaps from their
+  // anchor and from the previous call, or their durations and their gaps
+  // from the previous return. The unchained way scores a group of m
+  // children as a density of their unordered times (given their calls,
+  // for returns), so it gains log m! as one of the ordered ones (what a
+  // chain is). Keys are taken in their order, so the sums come out the
+  // same however learning was cut into parts.
+  void ChooseChains(const LearnCounts& learned,
+                    std::vector<std::pair<uint64_t, uint32_t>> items) {
     std::sort(items.begin(), items.end());
     constexpr uint64_t kEdgeMask = (uint64_t{1} << kEdgeBits) - 1;
     auto from_of = [](uint64_t key) {
@@ -502,57 +590,62 @@ class TimelineModel {
       }
       return sum;
     };
-    // Per burst key: the later children's log-likelihood from their
-    // anchors and as chains, and how many anchors spawned a call on the
-    // edge (their children less the later ones).
+    // Per chain key: the later children's log-likelihood unchained and as
+    // chains, and how many groups there were (the children counted
+    // unchained less the later ones).
     struct Fit {
-      double anchored = 0, chained = 0, groups = 0;
+      double unchained = 0, chained = 0, groups = 0;
     };
     std::unordered_map<uint64_t, Fit> fits;
     for (const auto& [key, k] : items) {
-      if (from_of(key) == kBurst && !(key & kLater)) {
+      const uint32_t from = from_of(key);
+      if ((from == kBurst || from == kReturnChain) && !(key & kLater)) {
         Fit& fit = fits[key];
         fit.chained = loo(k, learned.counts[k]);
         fit.groups -= learned.totals[k];
       }
     }
+    // The unchained way: each anchor's gap for a burst, the duration for a
+    // return chain.
     for (const auto& [key, k] : items) {
       const auto to = static_cast<uint32_t>(key & kEdgeMask);
       const uint32_t from = from_of(key);
       if (key & kLater || to == kReturn || from == kAfterReturn ||
-          from == kBurst) {
+          from == kBurst || from == kReturnChain) {
         continue;
       }
-      auto it = fits.find(
-          GapKey(static_cast<uint32_t>(key >> (2 * kEdgeBits)), kBurst, to));
+      auto it =
+          fits.find(GapKey(static_cast<uint32_t>(key >> (2 * kEdgeBits)),
+                           from == kDuration ? kReturnChain : kBurst, to));
       if (it == fits.end()) continue;
       it->second.groups += learned.totals[k];
       auto later = learned.gap_index.find(key | kLater);
       if (later != learned.gap_index.end()) {
-        it->second.anchored += loo(k, learned.counts[later->second]);
+        it->second.unchained += loo(k, learned.counts[later->second]);
       }
     }
-    std::vector<std::pair<uint64_t, uint32_t>> bursts;
-    has_burst_.assign(edge_count_, false);
+    std::vector<std::pair<uint64_t, uint32_t>> chained;
+    chains_.assign(edge_count_, 0);
     for (const auto& [key, k] : items) {
       auto it = fits.find(key);
       if (key & kLater || it == fits.end()) continue;
-      auto [anchored, chained, groups] = it->second;
-      double seen = 0;  // bursts of two or more
-      const auto sizes = learned.burst_sizes.find(key);
-      if (sizes != learned.burst_sizes.end()) {
+      auto [unchained, chain, groups] = it->second;
+      double seen = 0;  // groups of two or more
+      const auto sizes = learned.group_sizes.find(key);
+      if (sizes != learned.group_sizes.end()) {
         for (size_t m = 2; m < sizes->second.size(); ++m) {
-          anchored +=
+          unchained +=
               sizes->second[m] * std::lgamma(static_cast<double>(m + 1));
           seen += sizes->second[m];
         }
       }
-      if (2 * seen > groups && chained > anchored) {
-        bursts.emplace_back(key, 1);
-        has_burst_[key >> (2 * kEdgeBits)] = true;
+      if (2 * seen > groups && chain > unchained) {
+        chained.emplace_back(key, 1);
+        chains_[key >> (2 * kEdgeBits)] |=
+            from_of(key) == kBurst ? kCallChainBit : kReturnChainBit;
       }
     }
-    burst_index_.Build(bursts);
+    chain_index_.Build(chained);
   }
 
   // Grandchild counts, beyond the paper. The penalties of 5.1.1.3 and the
@@ -768,7 +861,11 @@ class TimelineModel {
                                uint32_t extra, uint32_t exclude = kNone) {
     double sum = 0;
     auto gap = [&](uint64_t key, TimeNs delay) {
-      sum += LogDensity(key, delay);
+      if (key & kGiven) {
+        sum -= LogDensity(key & ~kGiven, delay);
+      } else {
+        sum += LogDensity(key, delay);
+      }
     };
     ForEachTerm(
         scratch, parent, extra, exclude, gap,
@@ -876,6 +973,7 @@ class TimelineModel {
   }
 
   double smooth_bins_;
+  bool return_chain_;  // Params::return_chain
   const BinScale& scale_;
   const Penalties& penalties_;
   CallTable* table_;
@@ -885,10 +983,10 @@ class TimelineModel {
   std::vector<bool> makes_calls_;
   std::vector<float> prior_log_;
   FlatIndex gap_index_, set_index_, unseen_index_;
-  // Burst edges (ChooseBurstEdges): their keys, and by parent edge whether
-  // it has any (the scoring's shortcut).
-  FlatIndex burst_index_;
-  std::vector<bool> has_burst_;
+  // Chained edges (ChooseChains): their keys (kBurst or kReturnChain), and
+  // by parent edge which kinds it has (the scoring's shortcut).
+  FlatIndex chain_index_;
+  std::vector<uint8_t> chains_;
   size_t edge_count_ = 0;
   std::vector<std::vector<float>> gap_boards_;
   std::vector<float> log_p_;
