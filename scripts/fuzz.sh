@@ -11,7 +11,9 @@
 #   scripts/fuzz.sh --ci TARGET SECONDS     what the test suite runs: a fresh
 #                                            corpus in the build folder
 #   scripts/fuzz.sh --list                  the targets
-# Options: --build DIR (default build/asan; built there if missing).
+# Options: --build DIR (default build/asan; built there if missing);
+#   --cpu: SECONDS are the fuzzer's own CPU seconds, not wall-clock, so that a
+#   run on a shared machine (or under nice) is an honest SECONDS of fuzzing.
 # Every run first replays the seeds (made by fuzz/make_seeds.py) and the
 # regression inputs of fuzz/regressions/TARGET/; exit 1 on any crash, hang,
 # leak or UB.
@@ -20,12 +22,14 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$ROOT/build/asan"
 CI=0
 LIST=0
+CPU=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --ci) CI=1; shift ;;
     --build) BUILD="$(cd "$2" && pwd)"; shift 2 ;;
     --list) LIST=1; shift ;;
-    -h|--help) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    --cpu) CPU=1; shift ;;
+    -h|--help) sed -n '2,20s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -38,7 +42,7 @@ if [ "$LIST" = 1 ]; then
   exit 0
 fi
 if [ $# -ne 2 ] || ! [[ "$2" =~ ^[0-9]+$ ]]; then
-  echo "usage: scripts/fuzz.sh [--ci] [--build DIR] TARGET SECONDS" >&2
+  echo "usage: scripts/fuzz.sh [--ci] [--cpu] [--build DIR] TARGET SECONDS" >&2
   exit 2
 fi
 TARGET="$1"
@@ -91,9 +95,34 @@ start=$(date +%s)
 status=0
 # -close_fd_mask=3: the targets' own output (a cut capture's warning) would
 # drown the log; sanitizer reports still reach it.
-"$BIN" -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
-  -max_len="$MAX_LEN" -print_final_stats=1 -close_fd_mask=3 \
-  -artifact_prefix="$CRASHES/" "${dirs[@]}" >"$LOG" 2>&1 || status=$?
+args=(-timeout=10 -rss_limit_mb=2048 -max_len="$MAX_LEN" -print_final_stats=1
+      -close_fd_mask=3 -artifact_prefix="$CRASHES/" "${dirs[@]}")
+cpu_used=""
+if [ "$CPU" = 1 ]; then
+  # libFuzzer only knows wall-clock limits: watch the process's CPU time
+  # (utime + stime of /proc/PID/stat, in clock ticks) and interrupt it when
+  # it has had SECONDS. On SIGINT libFuzzer prints its final stats and exits
+  # with 72 (fixed in libFuzzer; a crash is 1, a timeout 70, a leak or OOM
+  # its own code), after logging "run interrupted".
+  ticks=$(getconf CLK_TCK)
+  "$BIN" "${args[@]}" >"$LOG" 2>&1 &
+  pid=$!
+  cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+  while kill -0 "$pid" 2>/dev/null; do
+    used=$(cpu_ticks "$pid")
+    if [ "$used" -ge $(( SECONDS_TO_RUN * ticks )) ]; then
+      cpu_used=$(( used / ticks ))
+      kill -INT "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 1
+  done
+  wait "$pid" || status=$?
+  [ "$status" = 72 ] && [ -n "$cpu_used" ] &&
+    grep -q "libFuzzer: run interrupted" "$LOG" && status=0
+else
+  "$BIN" -max_total_time="$SECONDS_TO_RUN" "${args[@]}" >"$LOG" 2>&1 || status=$?
+fi
 elapsed=$(( $(date +%s) - start ))
 
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$LOG" | tail -1)
@@ -104,7 +133,9 @@ corpus=$(find "$CORPUS" -type f | wc -l)
 crashes=$(( $(find "$CRASHES" -type f | wc -l) - before ))
 rate=0
 [ -n "$execs" ] && [ "$elapsed" -gt 0 ] && rate=$(( execs / elapsed ))
-echo "fuzz $TARGET: ${elapsed}s, ${execs:-0} executions (${rate}/s), cov ${cov:-?}," \
+cpu_note=""
+[ -n "$cpu_used" ] && cpu_note=" (${cpu_used} CPU s)"
+echo "fuzz $TARGET: ${elapsed}s${cpu_note}, ${execs:-0} executions (${rate}/s), cov ${cov:-?}," \
      "ft ${ft:-?}, corpus $corpus new inputs + $(find "$SEEDS" -type f | wc -l) seeds," \
      "$crashes crash(es) (exit $status)"
 if [ "$status" -ne 0 ] || [ "$crashes" -ne 0 ]; then
