@@ -23,6 +23,7 @@ class TimelineModel {
                 const Penalties& penalties, CallTable* table)
       : smooth_bins_(params.smooth_bins),
         return_chain_(params.return_chain),
+        chained_extra_passes_(params.chained_extra_passes),
         scale_(scale),
         penalties_(penalties),
         table_(table),
@@ -37,6 +38,9 @@ class TimelineModel {
     scratch_.resize(parts.size());
     for (int pass = 0; pass < passes; ++pass) {
       LearnTimeline(n_parts);
+      // Chains are chosen by the first learning: with one, more passes
+      // (Params::chained_extra_passes).
+      if (pass == 0 && AnyChained()) passes += chained_extra_passes_;
       RunParts(n_parts, [&](int part) {
         Scratch& scratch = scratch_[part];
         for (uint32_t child : parts[part]) {
@@ -1292,8 +1296,14 @@ class TimelineModel {
     return after - before;
   }
 
+  bool AnyChained() const {
+    return std::any_of(chains_.begin(), chains_.end(),
+                       [](uint8_t bits) { return bits != 0; });
+  }
+
   double smooth_bins_;
   bool return_chain_;  // Params::return_chain
+  int chained_extra_passes_;
   const BinScale& scale_;
   const Penalties& penalties_;
   CallTable* table_;

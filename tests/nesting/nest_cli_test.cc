@@ -896,6 +896,8 @@ void ExpectSameOnAnyThreads(
   }
 }
 
+std::string GroupsTrace();  // below, with its test
+
 TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   TempDir dir;
   std::vector<std::pair<std::string, std::string>> runs;  // trace, flags
@@ -939,6 +941,8 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   // records' views must follow (they once pointed into the reader thread's
   // copy, and nothing paired).
   runs.emplace_back(dir.Write("tiny.trace", kTrace), "");
+  // Group swaps (their parents' parents' grandchildren are read too).
+  runs.emplace_back(dir.Write("groups.trace", GroupsTrace()), "");
   ExpectSameOnAnyThreads(dir, runs);
   // The default is auto (the usable cores, at most 8): the bytes of one
   // thread, whatever this machine has.
@@ -1042,9 +1046,9 @@ TEST(NestCliTest, ReturnsOfOneParentInOrderKeepTheirRequest) {
 // (their returns are chained), but which request holds them is left to
 // chance, and no move of one part can change it. Trading whole groups, and
 // scoring their order against the order of the arrivals, can: request
-// accuracy 74.6% without, 88.9% with.
-TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
-  TempDir dir;
+// accuracy 74.6% without, 88.9% with, 91.9% with the passes added for
+// chained edges.
+std::string GroupsTrace() {
   TraceLines lines(5);
   auto exponential = [&](double mean) {
     const double u = static_cast<double>(lines.Rnd(1u << 30) + 1) * 0x1p-30;
@@ -1072,7 +1076,12 @@ TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
     lines.Add(last + exponential(2e5) + 10'000,
               "RET\tS\tclient\t" + request + path);
   }
-  const std::string trace = dir.Write("groups.trace", lines.Text());
+  return lines.Text();
+}
+
+TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
+  TempDir dir;
+  const std::string trace = dir.Write("groups.trace", GroupsTrace());
   auto eval = NestAndEval(dir, trace, "", "groups");
   EXPECT_GT(eval["request_accuracy"].get<double>(), 0.83) << eval.dump();
 }
