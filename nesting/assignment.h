@@ -5,6 +5,7 @@
 #ifndef BBPROF_NESTING_ASSIGNMENT_H_
 #define BBPROF_NESTING_ASSIGNMENT_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -115,6 +116,22 @@ class Penalties {
   // those are the latest-starting siblings, the ones that can overlap the
   // call; the counts saturate, and so does the penalty.
   static constexpr int kPenaltyScan = 256;
+  bool Any() const { return any_; }
+  // Log for c against the first n calls of `siblings` (c's siblings that
+  // started before it), for scoring a parent's children as a whole.
+  double LogAmong(const CallTable& table, const uint32_t* siblings, size_t n,
+                  const Pair& c) const {
+    if (!any_) return 0.0;
+    int overlap = 0, same = 0;
+    const size_t scan = std::min<size_t>(n, kPenaltyScan);
+    for (size_t i = n - scan; i < n; ++i) {
+      const Pair& sib = table.pairs[siblings[i]];
+      if (sib.callee == c.callee) ++same;
+      if (sib.call < c.ret && c.call < sib.ret) ++overlap;
+    }
+    return -overlap_ * Log1p(overlap) - same_ * Log1p(same) -
+           generic_ * Log1p(static_cast<int>(scan));
+  }
   double Log(const CallTable& table, const Pair& p, const Pair& c,
              uint32_t exclude = kNone) const {
     if (!any_) return 0.0;

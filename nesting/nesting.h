@@ -83,6 +83,12 @@ struct Params {
   // offsets from (skew_estimation.h). Not part of the result: on by
   // default, and not a flag.
   bool return_chain = true;
+  // Timeline passes added when some edge is chained (timeline.cc,
+  // ChooseChains): a group swap moves one whole group a pass, and each
+  // pass learns from the last, so they need more passes to settle.
+  // Clock correction turns them off for its first assignments, like the
+  // return chain. Not part of the result, and not a flag.
+  int chained_extra_passes = 2;
   // A call whose return was lost (a sniffer drop, the trace's end) still
   // happened and may have caused calls: it stays a candidate parent until
   // its edge's 99th-percentile latency has passed (see call_pairs.h).

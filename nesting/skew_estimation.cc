@@ -114,6 +114,7 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
     // they are as before, and the final assignment, on the corrected
     // clocks, gets the term.
     first.return_chain = false;
+    first.chained_extra_passes = 0;
     AssignParents(first, state->windows, scale, table, stats);
   }
   // Each edge's bounds are gathered twice: from every child, and from the

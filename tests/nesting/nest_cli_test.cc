@@ -896,6 +896,8 @@ void ExpectSameOnAnyThreads(
   }
 }
 
+std::string GroupsTrace();  // below, with its test
+
 TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   TempDir dir;
   std::vector<std::pair<std::string, std::string>> runs;  // trace, flags
@@ -939,6 +941,8 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   // records' views must follow (they once pointed into the reader thread's
   // copy, and nothing paired).
   runs.emplace_back(dir.Write("tiny.trace", kTrace), "");
+  // Group swaps (their parents' parents' grandchildren are read too).
+  runs.emplace_back(dir.Write("groups.trace", GroupsTrace()), "");
   ExpectSameOnAnyThreads(dir, runs);
   // The default is auto (the usable cores, at most 8): the bytes of one
   // thread, whatever this machine has.
@@ -1029,6 +1033,57 @@ TEST(NestCliTest, ReturnsOfOneParentInOrderKeepTheirRequest) {
   const std::string trace = dir.Write("returns.trace", lines.Text());
   auto eval = NestAndEval(dir, trace, "", "returns");
   EXPECT_GT(eval["request_accuracy"].get<double>(), 0.85) << eval.dump();
+}
+
+// Group swaps and group order (docs/nesting.md, "Group swaps"): server S
+// takes requests first in, first out, one at a time (a request every 2 ms,
+// each holding S for 1 ms on average, exponential), and starts each by
+// sending its three parts to N back to back; N answers a request's parts
+// together after a varied delay. The queueing before S starts a request
+// varies from nothing to milliseconds, so the gap from the arrival places
+// a group of parts no better under its own request than under one that
+// came just before or after it: the parts of one request stay together
+// (their returns are chained), but which request holds them is left to
+// chance, and no move of one part can change it. Trading whole groups, and
+// scoring their order against the order of the arrivals, can: request
+// accuracy 74.6% without, 88.9% with, 91.9% with the passes added for
+// chained edges.
+std::string GroupsTrace() {
+  TraceLines lines(5);
+  auto exponential = [&](double mean) {
+    const double u = static_cast<double>(lines.Rnd(1u << 30) + 1) * 0x1p-30;
+    return static_cast<int64_t>(-mean * std::log(u));
+  };
+  int64_t t = 0, free_at = 0;
+  int id = 0;
+  for (int r = 0; r < 2000; ++r) {
+    t += exponential(2e6);
+    const std::string path = "\tr" + std::to_string(r);
+    const std::string request = std::to_string(id++);
+    lines.Add(t, "CALL\tclient\tS\t" + request + path);
+    int64_t call = std::max(t, free_at) + 20'000;
+    free_at = call + exponential(1e6);
+    const int64_t answer = call + 300'000 + exponential(5e5);
+    int64_t last = 0;
+    for (int k = 0; k < 3; ++k) {
+      const std::string part = std::to_string(id++);
+      const int64_t ret = answer + static_cast<int64_t>(lines.Rnd(40'000));
+      lines.Add(call, "CALL\tS\tN\t" + part + path);
+      lines.Add(ret, "RET\tN\tS\t" + part + path);
+      last = std::max(last, ret);
+      call += 30'000 + static_cast<int64_t>(lines.Rnd(100'000));
+    }
+    lines.Add(last + exponential(2e5) + 10'000,
+              "RET\tS\tclient\t" + request + path);
+  }
+  return lines.Text();
+}
+
+TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
+  TempDir dir;
+  const std::string trace = dir.Write("groups.trace", GroupsTrace());
+  auto eval = NestAndEval(dir, trace, "", "groups");
+  EXPECT_GT(eval["request_accuracy"].get<double>(), 0.83) << eval.dump();
 }
 
 }  // namespace
