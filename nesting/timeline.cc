@@ -608,8 +608,8 @@ class TimelineModel {
       }
     }
     for (const auto& [key, c] : counts) {
-      group_order_[key] = static_cast<float>(std::log((c.first + 1.0) /
-                                                      (c.second + 1.0)));
+      group_order_[key] =
+          static_cast<float>(std::log((c.first + 1.0) / (c.second + 1.0)));
     }
     group_size_.clear();
     for (const auto& [key, hist] : sizes) {
@@ -1074,8 +1074,8 @@ class TimelineModel {
             chain_index_.Find(GapKey(parent_edge, kBurst, child_edge)) !=
                 FlatIndex::kMissing) ||
            ((bits & kReturnChainBit) != 0 &&
-            chain_index_.Find(GapKey(parent_edge, kReturnChain,
-                                     child_edge)) != FlatIndex::kMissing);
+            chain_index_.Find(GapKey(parent_edge, kReturnChain, child_edge)) !=
+                FlatIndex::kMissing);
   }
 
   // The paper's penalties of all of p's children, each against the
@@ -1192,9 +1192,8 @@ class TimelineModel {
     size_t best = all.size();
     TimeNs best_span = 0;
     for (size_t i = 0; i + size <= all.size(); ++i) {
-      if (extra != kNone &&
-          std::find(all.begin() + i, all.begin() + i + size, extra) ==
-              all.begin() + i + size) {
+      if (extra != kNone && std::find(all.begin() + i, all.begin() + i + size,
+                                      extra) == all.begin() + i + size) {
         continue;
       }
       const TimeNs span = pairs_[all[i + size - 1]].ret - pairs_[all[i]].ret;

@@ -732,6 +732,11 @@ class TraceLines {
     x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL;
     return (x_ >> 33) % n;
   }
+  // An exponential delay in nanoseconds (mean in nanoseconds).
+  int64_t Exponential(double mean) {
+    const double u = static_cast<double>(Rnd(1u << 30) + 1) * 0x1p-30;
+    return static_cast<int64_t>(-mean * std::log(u));
+  }
   // Fields after the timestamp, tab-separated.
   void Add(int64_t ns, const std::string& fields) {
     char buf[40];
@@ -1004,21 +1009,17 @@ TEST(NestCliTest, RandomTracesGiveTheSameResultOnAnyThreads) {
 TEST(NestCliTest, ReturnsOfOneParentInOrderKeepTheirRequest) {
   TempDir dir;
   TraceLines lines(11);
-  auto exponential = [&](double mean) {
-    const double u = static_cast<double>(lines.Rnd(1u << 30) + 1) * 0x1p-30;
-    return static_cast<int64_t>(-mean * std::log(u));
-  };
   int64_t t = 0;
   int id = 0;
   for (int r = 0; r < 2000; ++r) {
-    t += exponential(1e6);
+    t += lines.Exponential(1e6);
     const std::string path = "\tr" + std::to_string(r);
     const std::string request = std::to_string(id++);
     lines.Add(t, "CALL\tclient\tS\t" + request + path);
     int64_t calls[3];
-    for (int64_t& call : calls) call = t + exponential(5e5);
+    for (int64_t& call : calls) call = t + lines.Exponential(5e5);
     const int64_t answer =
-        *std::max_element(calls, calls + 3) + exponential(1e6);
+        *std::max_element(calls, calls + 3) + lines.Exponential(1e6);
     int64_t last = 0;
     for (int64_t call : calls) {
       const std::string part = std::to_string(id++);
@@ -1050,20 +1051,16 @@ TEST(NestCliTest, ReturnsOfOneParentInOrderKeepTheirRequest) {
 // chained edges.
 std::string GroupsTrace() {
   TraceLines lines(5);
-  auto exponential = [&](double mean) {
-    const double u = static_cast<double>(lines.Rnd(1u << 30) + 1) * 0x1p-30;
-    return static_cast<int64_t>(-mean * std::log(u));
-  };
   int64_t t = 0, free_at = 0;
   int id = 0;
   for (int r = 0; r < 2000; ++r) {
-    t += exponential(2e6);
+    t += lines.Exponential(2e6);
     const std::string path = "\tr" + std::to_string(r);
     const std::string request = std::to_string(id++);
     lines.Add(t, "CALL\tclient\tS\t" + request + path);
     int64_t call = std::max(t, free_at) + 20'000;
-    free_at = call + exponential(1e6);
-    const int64_t answer = call + 300'000 + exponential(5e5);
+    free_at = call + lines.Exponential(1e6);
+    const int64_t answer = call + 300'000 + lines.Exponential(5e5);
     int64_t last = 0;
     for (int k = 0; k < 3; ++k) {
       const std::string part = std::to_string(id++);
@@ -1073,7 +1070,7 @@ std::string GroupsTrace() {
       last = std::max(last, ret);
       call += 30'000 + static_cast<int64_t>(lines.Rnd(100'000));
     }
-    lines.Add(last + exponential(2e5) + 10'000,
+    lines.Add(last + lines.Exponential(2e5) + 10'000,
               "RET\tS\tclient\t" + request + path);
   }
   return lines.Text();
