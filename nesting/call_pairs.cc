@@ -136,18 +136,66 @@ void FoldExternalClients(const Params& params, CallTable* table) {
   for (Pair& p : table->pairs) p.caller = to[p.caller];
 }
 
+namespace {
+
+// The op a call into `node` is keyed by, per PairKey(node, op) where it is
+// not the op itself. Per node, its ops by stem (all but the last path
+// segment): a stem with kIdVariants or more distinct last segments at one
+// node names its ops by an id in the path (/item/k0 ... /item/k9,
+// /user/42), and they key as one, the stem's first op. The real stack's
+// routes carry such a key, and keyed by every variant each board held a
+// tenth of its samples (docs/nesting.md, "Operations").
+std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
+  constexpr size_t kIdVariants = 8;
+  std::unordered_map<uint64_t, bool> seen;
+  std::unordered_map<NodeId, std::vector<uint32_t>> ops_of;
+  for (uint32_t i = 0; i < table.pairs.size(); ++i) {
+    const uint32_t op = table.OpOf(i);
+    if (op == 0) continue;
+    const NodeId node = table.pairs[i].callee;
+    if (seen.try_emplace(uint64_t{node} << 32 | op, true).second) {
+      ops_of[node].push_back(op);
+    }
+  }
+  std::unordered_map<uint64_t, uint32_t> key;
+  for (const auto& [node, ops] : ops_of) {
+    std::unordered_map<std::string_view, std::vector<uint32_t>> by_stem;
+    for (uint32_t op : ops) {
+      const std::string_view name = table.op_names[op];
+      const size_t slash = name.rfind('/');
+      if (slash != std::string_view::npos) {
+        by_stem[name.substr(0, slash)].push_back(op);
+      }
+    }
+    for (const auto& [stem, variants] : by_stem) {
+      if (variants.size() < kIdVariants) continue;
+      const uint32_t first =
+          *std::min_element(variants.begin(), variants.end());
+      for (uint32_t op : variants) key[uint64_t{node} << 32 | op] = first;
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
 void KeyCallees(const Params& params, CallTable* table) {
   if (!params.op_keys || table->op_of.empty()) return;  // keyed by node alone
   constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
   const std::vector<Pair>& pairs = table->pairs;
   table->key_callee.resize(pairs.size());
+  const std::unordered_map<uint64_t, uint32_t> key_op = KeyOps(*table);
   std::unordered_map<uint64_t, NodeId> ids;
   auto next = static_cast<NodeId>(table->names.size());
   for (uint32_t i = 0; i < pairs.size(); ++i) {
     const Pair& p = pairs[i];
     table->key_callee[i] = p.callee;
-    const uint32_t op = table->OpOf(i);
+    uint32_t op = table->OpOf(i);
     if (op == 0) continue;
+    if (auto k = key_op.find(uint64_t{p.callee} << 32 | op);
+        k != key_op.end()) {
+      op = k->second;
+    }
     auto [it, inserted] = ids.try_emplace(uint64_t{p.callee} << 32 | op, next);
     if (inserted) {
       if (next >= kMaxKeyedNode) {
