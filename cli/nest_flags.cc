@@ -62,7 +62,7 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       "op-keys", po::value<std::string>()->default_value("on"),
       "key scoreboards and timeline edges by operation as well as node: on or "
       "off (the paper's node-keyed boards); ops that differ only by an id in "
-      "the path's last segment key as one")(
+      "one path segment key as one")(
       "clients", po::value<std::string>()->default_value("fold"),
       "external clients (callers never called): fold into 'clients', keep, "
       "cidr:/N[,/M] or cidr:BLOCK,...");

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -139,14 +141,18 @@ void FoldExternalClients(const Params& params, CallTable* table) {
 namespace {
 
 // The op a call into `node` is keyed by, per PairKey(node, op) where it is
-// not the op itself. Per node, its ops by stem (all but the last path
-// segment): a stem with kIdVariants or more distinct last segments at one
-// node names its ops by an id in the path (/item/k0 ... /item/k9,
-// /user/42), and they key as one, the stem's first op. The real stack's
-// routes carry such a key, and keyed by every variant each board held a
-// tenth of its samples (docs/nesting.md, "Operations").
+// not the op itself. Per node, its ops are split at '/' into a head and
+// path segments; where kIdVariants or more of them agree on every segment
+// but one (and on their number), that segment holds an id (/item/k0 ...
+// /item/k9, /user/42/orders), and it is read as a wildcard (counted in
+// distinct values of the segment). Two rounds, so
+// that a path with two ids (/a/1/b/2) is seen too. Ops whose templates
+// agree key as one, the first of them. The real stack's routes carry such
+// a key, and keyed by every variant each board held a tenth of its
+// samples (docs/nesting.md, "Operations").
 std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
   constexpr size_t kIdVariants = 8;
+  constexpr std::string_view kWild = "\x01";  // no op holds a control byte
   std::unordered_map<uint64_t, bool> seen;
   std::unordered_map<NodeId, std::vector<uint32_t>> ops_of;
   for (uint32_t i = 0; i < table.pairs.size(); ++i) {
@@ -158,20 +164,46 @@ std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
     }
   }
   std::unordered_map<uint64_t, uint32_t> key;
-  for (const auto& [node, ops] : ops_of) {
-    std::unordered_map<std::string_view, std::vector<uint32_t>> by_stem;
-    for (uint32_t op : ops) {
-      const std::string_view name = table.op_names[op];
-      const size_t slash = name.rfind('/');
-      if (slash != std::string_view::npos) {
-        by_stem[name.substr(0, slash)].push_back(op);
+  for (auto& [node, ops] : ops_of) {
+    std::sort(ops.begin(), ops.end());
+    // Each op as its parts: the head, then the segments after each '/'.
+    std::vector<std::vector<std::string_view>> parts(ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const std::string_view name = table.op_names[ops[k]];
+      size_t from = 0;
+      for (size_t slash; (slash = name.find('/', from)) != name.npos;
+           from = slash + 1) {
+        parts[k].push_back(name.substr(from, slash - from));
       }
+      parts[k].push_back(name.substr(from));
     }
-    for (const auto& [stem, variants] : by_stem) {
-      if (variants.size() < kIdVariants) continue;
-      const uint32_t first =
-          *std::min_element(variants.begin(), variants.end());
-      for (uint32_t op : variants) key[uint64_t{node} << 32 | op] = first;
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::pair<size_t, size_t>> wild;  // (op, segment)
+      size_t longest = 0;
+      for (const auto& p : parts) longest = std::max(longest, p.size());
+      for (size_t i = 1; i < longest; ++i) {
+        std::map<std::vector<std::string_view>, std::vector<size_t>> by_rest;
+        for (size_t k = 0; k < parts.size(); ++k) {
+          if (parts[k].size() <= i || parts[k][i] == kWild) continue;
+          std::vector<std::string_view> rest = parts[k];
+          rest[i] = kWild;
+          by_rest[rest].push_back(k);
+        }
+        for (const auto& [rest, members] : by_rest) {
+          // Distinct values, not ops: once an id is a wildcard, the ops of
+          // /part/{id} and /price/{id} agree on all but "part" and "price".
+          std::set<std::string_view> values;
+          for (size_t k : members) values.insert(parts[k][i]);
+          if (values.size() < kIdVariants) continue;
+          for (size_t k : members) wild.emplace_back(k, i);
+        }
+      }
+      for (const auto& [k, i] : wild) parts[k][i] = kWild;
+    }
+    std::map<std::vector<std::string_view>, uint32_t> first;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const uint32_t op = first.try_emplace(parts[k], ops[k]).first->second;
+      if (op != ops[k]) key[uint64_t{node} << 32 | ops[k]] = op;
     }
   }
   return key;

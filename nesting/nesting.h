@@ -105,8 +105,8 @@ struct Params {
   // calls as well as their nodes: (A, B:op, C:op) instead of (A, B, C), so
   // that two operations served by one node, with different children and
   // delays, are learned apart. Variants of an op that differ by an id in
-  // the path (eight or more last segments under one stem at one node) key
-  // as one: keyed by every variant, each board held a tenth of its samples
+  // the path (eight or more values of one segment where the rest agree, at
+  // one node) key as one: keyed by every variant, each board held a tenth of its samples
   // on the real stack, whose routes carry a key, and lost up to 11 points
   // there (docs/nesting.md). Changes nothing on a trace without ops.
   bool op_keys = true;
