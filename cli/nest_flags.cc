@@ -59,9 +59,10 @@ void AddNestAnalysisFlags(CommandLine& cl) {
   cl.options().add_options()(
       "group-by", po::value<std::string>()->default_value("op"),
       "split patterns by node and operation (op), or by node only (node)")(
-      "op-keys", po::value<std::string>()->default_value("off"),
+      "op-keys", po::value<std::string>()->default_value("on"),
       "key scoreboards and timeline edges by operation as well as node: on or "
-      "off (off: measured better on real traffic, docs/nesting.md)")(
+      "off (the paper's node-keyed boards); ops that differ only by an id in "
+      "one path segment key as one")(
       "clients", po::value<std::string>()->default_value("fold"),
       "external clients (callers never called): fold into 'clients', keep, "
       "cidr:/N[,/M] or cidr:BLOCK,...");

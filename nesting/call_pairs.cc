@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -136,18 +138,96 @@ void FoldExternalClients(const Params& params, CallTable* table) {
   for (Pair& p : table->pairs) p.caller = to[p.caller];
 }
 
+namespace {
+
+// The op a call into `node` is keyed by, per PairKey(node, op) where it is
+// not the op itself. Per node, its ops are split at '/' into a head and
+// path segments; where kIdVariants or more of them agree on every segment
+// but one (and on their number), that segment holds an id (/item/k0 ...
+// /item/k9, /user/42/orders), and it is read as a wildcard (counted in
+// distinct values of the segment). Two rounds, so
+// that a path with two ids (/a/1/b/2) is seen too. Ops whose templates
+// agree key as one, the first of them. The real stack's routes carry such
+// a key, and keyed by every variant each board held a tenth of its
+// samples (docs/nesting.md, "Operations").
+std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
+  constexpr size_t kIdVariants = 8;
+  constexpr std::string_view kWild = "\x01";  // no op holds a control byte
+  std::unordered_map<uint64_t, bool> seen;
+  std::unordered_map<NodeId, std::vector<uint32_t>> ops_of;
+  for (uint32_t i = 0; i < table.pairs.size(); ++i) {
+    const uint32_t op = table.OpOf(i);
+    if (op == 0) continue;
+    const NodeId node = table.pairs[i].callee;
+    if (seen.try_emplace(uint64_t{node} << 32 | op, true).second) {
+      ops_of[node].push_back(op);
+    }
+  }
+  std::unordered_map<uint64_t, uint32_t> key;
+  for (auto& [node, ops] : ops_of) {
+    std::sort(ops.begin(), ops.end());
+    // Each op as its parts: the head, then the segments after each '/'.
+    std::vector<std::vector<std::string_view>> parts(ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const std::string_view name = table.op_names[ops[k]];
+      size_t from = 0;
+      for (size_t slash; (slash = name.find('/', from)) != name.npos;
+           from = slash + 1) {
+        parts[k].push_back(name.substr(from, slash - from));
+      }
+      parts[k].push_back(name.substr(from));
+    }
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::pair<size_t, size_t>> wild;  // (op, segment)
+      size_t longest = 0;
+      for (const auto& p : parts) longest = std::max(longest, p.size());
+      for (size_t i = 1; i < longest; ++i) {
+        std::map<std::vector<std::string_view>, std::vector<size_t>> by_rest;
+        for (size_t k = 0; k < parts.size(); ++k) {
+          if (parts[k].size() <= i || parts[k][i] == kWild) continue;
+          std::vector<std::string_view> rest = parts[k];
+          rest[i] = kWild;
+          by_rest[rest].push_back(k);
+        }
+        for (const auto& [rest, members] : by_rest) {
+          // Distinct values, not ops: once an id is a wildcard, the ops of
+          // /part/{id} and /price/{id} agree on all but "part" and "price".
+          std::set<std::string_view> values;
+          for (size_t k : members) values.insert(parts[k][i]);
+          if (values.size() < kIdVariants) continue;
+          for (size_t k : members) wild.emplace_back(k, i);
+        }
+      }
+      for (const auto& [k, i] : wild) parts[k][i] = kWild;
+    }
+    std::map<std::vector<std::string_view>, uint32_t> first;
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const uint32_t op = first.try_emplace(parts[k], ops[k]).first->second;
+      if (op != ops[k]) key[uint64_t{node} << 32 | ops[k]] = op;
+    }
+  }
+  return key;
+}
+
+}  // namespace
+
 void KeyCallees(const Params& params, CallTable* table) {
   if (!params.op_keys || table->op_of.empty()) return;  // keyed by node alone
   constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
   const std::vector<Pair>& pairs = table->pairs;
   table->key_callee.resize(pairs.size());
+  const std::unordered_map<uint64_t, uint32_t> key_op = KeyOps(*table);
   std::unordered_map<uint64_t, NodeId> ids;
   auto next = static_cast<NodeId>(table->names.size());
   for (uint32_t i = 0; i < pairs.size(); ++i) {
     const Pair& p = pairs[i];
     table->key_callee[i] = p.callee;
-    const uint32_t op = table->OpOf(i);
+    uint32_t op = table->OpOf(i);
     if (op == 0) continue;
+    if (auto k = key_op.find(uint64_t{p.callee} << 32 | op);
+        k != key_op.end()) {
+      op = k->second;
+    }
     auto [it, inserted] = ids.try_emplace(uint64_t{p.callee} << 32 | op, next);
     if (inserted) {
       if (next >= kMaxKeyedNode) {

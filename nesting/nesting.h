@@ -104,11 +104,12 @@ struct Params {
   // Scoreboards (5.1.1.2) and timeline edges keyed by the operation of the
   // calls as well as their nodes: (A, B:op, C:op) instead of (A, B, C), so
   // that two operations served by one node, with different children and
-  // delays, are learned apart. Off by default: it helps on synthetic
-  // traces but cost up to 11 points of request accuracy on the real stack,
-  // where ops with per-key routes split each board's samples ten ways
-  // (docs/nesting.md). Changes nothing on a trace without ops.
-  bool op_keys = false;
+  // delays, are learned apart. Variants of an op that differ by an id in
+  // the path (eight or more values of one segment where the rest agree, at
+  // one node) key as one: keyed by every variant, each board held a tenth of its samples
+  // on the real stack, whose routes carry a key, and lost up to 11 points
+  // there (docs/nesting.md). Changes nothing on a trace without ops.
+  bool op_keys = true;
   // Calls waiting for their return kept at once while pairing (0: no
   // limit); past it the oldest is evicted and stays unmatched, so a trace of
   // lost returns cannot grow memory without bound (trace/pending_calls.h).
