@@ -1049,23 +1049,44 @@ TEST(NestCliTest, ReturnsOfOneParentInOrderKeepTheirRequest) {
 // scoring their order against the order of the arrivals, can: request
 // accuracy 74.6% without, 88.9% with, 91.9% with the passes added for
 // chained edges.
-std::string GroupsTrace() {
-  TraceLines lines(5);
+// A first-in, first-out server S fanning out to N (the traces of the two
+// tests below): 2000 requests, each starting after the previous one has
+// held S for `busy` ns on average (exponential). A compose sends three
+// parts back to back, answered together; with `items`, half the requests
+// are items with one price call instead. `key_at` < 0: no ops; otherwise
+// ops with a key of ten values in the route, 0 none, 1 at its end, 2
+// before its last segment (/k3/part).
+std::string FanOutTrace(uint64_t seed, double arrival, double busy, bool items,
+                        int key_at) {
+  TraceLines lines(seed);
   int64_t t = 0, free_at = 0;
   int id = 0;
   for (int r = 0; r < 2000; ++r) {
-    t += lines.Exponential(2e6);
+    t += lines.Exponential(arrival);
+    const std::string key = "/k" + std::to_string(r % 10);
+    auto op = [&](const std::string& method, const std::string& name) {
+      if (key_at < 0) return std::string();
+      return "\thttp:" + method + ":" +
+             (key_at == 0   ? "/" + name
+              : key_at == 1 ? "/" + name + key
+                            : key + "/" + name);
+    };
+    const bool compose = !items || lines.Rnd(2) == 0;
     const std::string path = "\tr" + std::to_string(r);
     const std::string request = std::to_string(id++);
-    lines.Add(t, "CALL\tclient\tS\t" + request + path);
+    lines.Add(t, "CALL\tclient\tS\t" + request + path +
+                     op("GET", compose ? "compose" : "item"));
     int64_t call = std::max(t, free_at) + 20'000;
-    free_at = call + lines.Exponential(1e6);
+    free_at = call + lines.Exponential(busy);
     const int64_t answer = call + 300'000 + lines.Exponential(5e5);
     int64_t last = 0;
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < (compose ? 3 : 1); ++k) {
       const std::string part = std::to_string(id++);
-      const int64_t ret = answer + static_cast<int64_t>(lines.Rnd(40'000));
-      lines.Add(call, "CALL\tS\tN\t" + part + path);
+      const int64_t ret = compose
+                              ? answer + static_cast<int64_t>(lines.Rnd(40'000))
+                              : call + lines.Exponential(4e5) + 50'000;
+      lines.Add(call, "CALL\tS\tN\t" + part + path +
+                          op("POST", compose ? "part" : "price"));
       lines.Add(ret, "RET\tN\tS\t" + part + path);
       last = std::max(last, ret);
       call += 30'000 + static_cast<int64_t>(lines.Rnd(100'000));
@@ -1075,6 +1096,8 @@ std::string GroupsTrace() {
   }
   return lines.Text();
 }
+
+std::string GroupsTrace() { return FanOutTrace(5, 2e6, 1e6, false, -1); }
 
 TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
   TempDir dir;
@@ -1095,41 +1118,7 @@ TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
 // `key`: 0 none, 1 at the end of each route, 2 before its last segment
 // (/k3/part).
 std::string TwoOpsTrace(int key_at) {
-  TraceLines lines(9);
-  int64_t t = 0, free_at = 0;
-  int id = 0;
-  for (int r = 0; r < 2000; ++r) {
-    t += lines.Exponential(1.5e6);
-    const std::string key = "/k" + std::to_string(r % 10);
-    auto route = [&](const std::string& name) {
-      return key_at == 0   ? "/" + name
-             : key_at == 1 ? "/" + name + key
-                           : key + "/" + name;
-    };
-    const bool compose = lines.Rnd(2) == 0;
-    const std::string path = "\tr" + std::to_string(r);
-    const std::string request = std::to_string(id++);
-    lines.Add(t, "CALL\tclient\tS\t" + request + path +
-                     "\thttp:GET:" + route(compose ? "compose" : "item"));
-    int64_t call = std::max(t, free_at) + 20'000;
-    free_at = call + lines.Exponential(6e5);
-    const int64_t answer = call + 300'000 + lines.Exponential(5e5);
-    int64_t last = 0;
-    for (int k = 0; k < (compose ? 3 : 1); ++k) {
-      const std::string part = std::to_string(id++);
-      const int64_t ret = compose
-                              ? answer + static_cast<int64_t>(lines.Rnd(40'000))
-                              : call + lines.Exponential(4e5) + 50'000;
-      lines.Add(call, "CALL\tS\tN\t" + part + path +
-                          "\thttp:POST:" + route(compose ? "part" : "price"));
-      lines.Add(ret, "RET\tN\tS\t" + part + path);
-      last = std::max(last, ret);
-      call += 30'000 + static_cast<int64_t>(lines.Rnd(100'000));
-    }
-    lines.Add(last + lines.Exponential(2e5) + 10'000,
-              "RET\tS\tclient\t" + request + path);
-  }
-  return lines.Text();
+  return FanOutTrace(9, 1.5e6, 6e5, true, key_at);
 }
 
 TEST(NestCliTest, IdsInRoutesKeyAsOneOperation) {
