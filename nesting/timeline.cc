@@ -1020,10 +1020,7 @@ class TimelineModel {
            d = pairs_[d].next_sibling) {
         if (edge_of_[d] != edge_of_[child]) continue;
         const Pair& dp = pairs_[d];
-        if (std::find(cands_.begin() + dp.cand_begin,
-                      cands_.begin() + dp.cand_end,
-                      previous) == cands_.begin() + dp.cand_end ||
-            WouldCycle(*table_, d, previous)) {
+        if (!IsCandidate(d, previous) || WouldCycle(*table_, d, previous)) {
           continue;
         }
         const double gain = TimelineLogLikelihood(scratch, r, child, d) -
@@ -1052,6 +1049,13 @@ class TimelineModel {
       }
     }
     return choice;
+  }
+
+  // Whether p is among c's candidate parents.
+  bool IsCandidate(uint32_t c, uint32_t p) const {
+    const Pair& x = pairs_[c];
+    return std::find(cands_.begin() + x.cand_begin, cands_.begin() + x.cand_end,
+                     p) != cands_.begin() + x.cand_end;
   }
 
   // Group swaps, beyond the paper. Where a parent's children on an edge
@@ -1123,17 +1127,11 @@ class TimelineModel {
     std::vector<uint32_t> from_p, from_r;
     GroupOf(previous, e, child, size, &from_p);
     GroupOf(r, e, kNone, size, &from_r);
-    auto is_candidate = [&](uint32_t c, uint32_t p) {
-      const Pair& x = pairs_[c];
-      return std::find(cands_.begin() + x.cand_begin,
-                       cands_.begin() + x.cand_end,
-                       p) != cands_.begin() + x.cand_end;
-    };
     for (uint32_t c : from_p) {
-      if (!is_candidate(c, r) || WouldCycle(*table_, c, r)) return false;
+      if (!IsCandidate(c, r) || WouldCycle(*table_, c, r)) return false;
     }
     for (uint32_t c : from_r) {
-      if (!is_candidate(c, previous) || WouldCycle(*table_, c, previous)) {
+      if (!IsCandidate(c, previous) || WouldCycle(*table_, c, previous)) {
         return false;
       }
     }
@@ -1153,7 +1151,8 @@ class TimelineModel {
     for (uint32_t c : from_r) Attach(c, previous);
     for (uint32_t c : from_p) Attach(c, r);
     Attach(child, r);
-    if (InCycle(previous) || InCycle(r)) {
+    if (WouldCycle(*table_, previous, pairs_[previous].parent) ||
+        WouldCycle(*table_, r, pairs_[r].parent)) {
       Detach(child);
       for (uint32_t c : from_p) Detach(c);
       for (uint32_t c : from_r) Detach(c);
@@ -1205,15 +1204,6 @@ class TimelineModel {
     for (size_t i = best; i < best + size; ++i) {
       if (all[i] != extra) out->push_back(all[i]);
     }
-  }
-
-  bool InCycle(uint32_t start) const {
-    int depth = 0;
-    for (uint32_t p = pairs_[start].parent; p != kNone && depth <= kMaxDepth;
-         p = pairs_[p].parent, ++depth) {
-      if (p == start) return true;
-    }
-    return false;
   }
 
   // The sum of the terms a group swap changes, for both parents.
