@@ -33,6 +33,20 @@ void LogHistogram::Add(trace::TimeNs value) {
   ++bins_[BinOf(value)];
 }
 
+void LogHistogram::Merge(const LogHistogram& other) {
+  if (other.count_ == 0) return;
+  if (count_ == 0) {
+    min_ = other.min_;
+    max_ = other.max_;
+  } else {
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+  count_ += other.count_;
+  sum_ns_ += other.sum_ns_;
+  for (const auto& [bin, n] : other.bins_) bins_[bin] += n;
+}
+
 double LogHistogram::mean_s() const {
   return count_ ? sum_ns_ / static_cast<double>(count_) / 1e9 : 0.0;
 }

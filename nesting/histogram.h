@@ -30,6 +30,9 @@ struct BinnedCounts {
 class LogHistogram {
  public:
   void Add(trace::TimeNs value);
+  // Adds every value of `other` (the stream driver's segments: counts and
+  // bins add exactly; the sum in nanoseconds is a double, added whole).
+  void Merge(const LogHistogram& other);
   // Every non-empty fine bin in ascending order, as f(lo_ns, hi_ns, count):
   // [lo, hi) for bins of positive values, (lo, hi] for negative ones and
   // lo == hi == 0 for zero. Two histograms share one grid, so their bins

@@ -17,6 +17,7 @@
 #include "nesting/bins.h"
 #include "nesting/call_pairs.h"
 #include "nesting/call_table.h"
+#include "nesting/drivers.h"
 #include "nesting/nesting.h"
 #include "nesting/parent_choice.h"
 #include "nesting/pattern_table.h"
@@ -37,6 +38,19 @@ class MemoryDriver {
         labels_(labels) {}
 
   Result<NestingResult> Run() {
+    NestingResult result;
+    BBPROF_RETURN_IF_ERROR(Assign(&result));
+    BBPROF_RETURN_IF_ERROR(FindCallPaths(table_, params_.group_by_op,
+                                         params_.threads, &stats_,
+                                         &result.patterns, &root_pattern_));
+    result.input = stats_;
+    return result;
+  }
+
+  // Steps 1-4 and the refinements: every call's parent, in the table, at
+  // the times as stamped; the result's parameters, skew and clocks (its
+  // input counts are taken at the end of Run).
+  Status Assign(NestingResult* result) {
     BBPROF_RETURN_IF_ERROR(ReadPairs());
     FoldExternalClients(params_, &table_);
     KeyCallees(params_, &table_);
@@ -53,20 +67,20 @@ class MemoryDriver {
     }
     AssignParents(params_, skew.windows, scale_, &table_, &stats_);
     RestoreObservedTimes(&table_, &skew);
-    NestingResult result;
-    result.params = params_;
-    result.skew = std::move(skew.skew);
-    result.clock_offsets = std::move(skew.clock_offsets);
-    BBPROF_RETURN_IF_ERROR(FindCallPaths(table_, params_.group_by_op,
-                                         params_.threads, &stats_,
-                                         &result.patterns, &root_pattern_));
-    result.input = stats_;
+    result->params = params_;
+    result->skew = std::move(skew.skew);
+    result->clock_offsets = std::move(skew.clock_offsets);
     for (const std::string& m : reader_.meta()) {
-      if (result.input.meta.size() == kMaxInputMeta) break;
-      result.input.meta.push_back(m.substr(0, kMaxInputMetaChars));
+      if (result->input.meta.size() == kMaxInputMeta) break;
+      result->input.meta.push_back(m.substr(0, kMaxInputMetaChars));
     }
-    return result;
+    stats_.meta = result->input.meta;
+    return Status::Ok();
   }
+
+  CallTable& table() { return table_; }
+  const InputStats& stats() const { return stats_; }
+  void set_progress(bool on) { progress_ = on; }
 
   void FillDetails(DetailedResult* d) const {
     const std::vector<Pair>& pairs = table_.pairs;
@@ -101,8 +115,9 @@ class MemoryDriver {
   // pairer (ReadAhead): the pairer sees the same records in the same order.
   Status ReadPairs() {
     CallPairer pairer(params_, reader_.path(), &table_, &stats_, labels_);
-    Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
-                      false);
+    Progress progress("nest: reading",
+                      progress_ ? trace::FileSizeOrZero(reader_.path()) : 0,
+                      !progress_);
     if (params_.threads > 1) {
       BBPROF_RETURN_IF_ERROR(ReadAhead(&pairer, &progress));
     } else {
@@ -242,6 +257,7 @@ class MemoryDriver {
   InputStats stats_;
   CallTable table_;
   std::vector<uint32_t> root_pattern_;
+  bool progress_ = true;
 };
 
 Status CheckParams(const Params& params) {
@@ -252,6 +268,17 @@ Status CheckParams(const Params& params) {
 }
 
 }  // namespace
+
+Status AssignSegment(trace::TraceReader& reader, const Params& params,
+                     AssignedSegment* out) {
+  BBPROF_RETURN_IF_ERROR(CheckParams(params));
+  MemoryDriver driver(reader, params, nullptr);
+  driver.set_progress(false);
+  BBPROF_RETURN_IF_ERROR(driver.Assign(&out->result));
+  out->result.input = driver.stats();
+  out->table = std::move(driver.table());
+  return Status::Ok();
+}
 
 Result<NestingResult> RunNesting(trace::TraceReader& reader,
                                  const Params& params) {

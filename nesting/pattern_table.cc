@@ -15,9 +15,43 @@
 
 namespace bbprof::nesting {
 
+using trace::TimeNs;
+
 namespace {
 
-using trace::TimeNs;
+// Adds `count` instances of total latency `latency_ns` to the bucket of
+// `at`, growing the timeline at either end.
+void AddBuckets(TimeNs at, uint64_t count, TimeNs latency_ns, Timeline* t) {
+  TimeNs q = at / t->bucket_ns;
+  if (at % t->bucket_ns < 0) --q;
+  TimeNs start = q * t->bucket_ns;
+  if (t->counts.empty()) t->start_ns = start;
+  if (start < t->start_ns) {
+    auto extra = static_cast<size_t>((t->start_ns - start) / t->bucket_ns);
+    t->counts.insert(t->counts.begin(), extra, 0);
+    t->latency_sum_ns.insert(t->latency_sum_ns.begin(), extra, 0);
+    t->start_ns = start;
+  }
+  auto i = static_cast<size_t>((start - t->start_ns) / t->bucket_ns);
+  if (i >= t->counts.size()) {
+    t->counts.resize(i + 1, 0);
+    t->latency_sum_ns.resize(i + 1, 0);
+  }
+  t->counts[i] += count;
+  t->latency_sum_ns[i] += latency_ns;
+}
+
+// Timeline buckets (section 8's sliding windows): the smallest of 1, 2, 5
+// x 10^k ns that cuts `span` into at most kMaxTimelineBuckets.
+TimeNs BucketFor(TimeNs span) {
+  for (TimeNs decade = 1000;; decade *= 10) {  // from 1 us
+    for (TimeNs step : {decade, 2 * decade, 5 * decade}) {
+      // +2: buckets are aligned on multiples of the step, so both ends of
+      // the span can fall in partial buckets.
+      if (span / step + 2 <= kMaxTimelineBuckets) return step;
+    }
+  }
+}
 
 class PatternBuilder {
  public:
@@ -118,15 +152,25 @@ class PatternBuilder {
     return lat - covered;
   }
 
+  // Only roots called in [from, until) are counted (a stream driver's
+  // segment owns those), and the patterns are left in canonical order,
+  // without signatures, for PatternMerger to add up.
+  void OwnOnly(TimeNs from, TimeNs until) {
+    from_ = from;
+    until_ = until;
+    display_ = false;
+  }
+
+  bool Owned(const Pair& p) const { return p.call >= from_ && p.call < until_; }
+
   // The roots step 5 builds trees from: matched calls without candidate
   // parents whose own return was seen.
   bool IsCompleteRoot(uint32_t i) const {
     const Pair& p = pairs_[i];
-    return p.ret >= 0 && p.cand_end == p.cand_begin && !p.imputed;
+    return p.ret >= 0 && p.cand_end == p.cand_begin && !p.imputed && Owned(p);
   }
 
-  // Timeline buckets (section 8's sliding windows): the smallest of 1, 2, 5
-  // x 10^k ns that cuts the roots' span into at most kMaxTimelineBuckets.
+  // The timeline's bucket for the span of the (owned) complete roots.
   TimeNs TimelineBucket() const {
     TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
     for (uint32_t i = 0; i < pairs_.size(); ++i) {
@@ -134,35 +178,7 @@ class PatternBuilder {
       first = std::min(first, pairs_[i].call);
       last = std::max(last, pairs_[i].call);
     }
-    TimeNs span = last > first ? last - first : 0;
-    for (TimeNs decade = 1000;; decade *= 10) {  // from 1 us
-      for (TimeNs step : {decade, 2 * decade, 5 * decade}) {
-        // +2: buckets are aligned on multiples of the step, so both ends of
-        // the span can fall in partial buckets.
-        if (span / step + 2 <= kMaxTimelineBuckets) return step;
-      }
-    }
-  }
-
-  static void AddToTimeline(TimeNs call, TimeNs latency, Timeline* t) {
-    // Floor division: capture times are positive, but stay exact anyway.
-    TimeNs q = call / t->bucket_ns;
-    if (call % t->bucket_ns < 0) --q;
-    TimeNs start = q * t->bucket_ns;
-    if (t->counts.empty()) t->start_ns = start;
-    if (start < t->start_ns) {
-      auto extra = static_cast<size_t>((t->start_ns - start) / t->bucket_ns);
-      t->counts.insert(t->counts.begin(), extra, 0);
-      t->latency_sum_ns.insert(t->latency_sum_ns.begin(), extra, 0);
-      t->start_ns = start;
-    }
-    auto at = static_cast<size_t>((start - t->start_ns) / t->bucket_ns);
-    if (at >= t->counts.size()) {
-      t->counts.resize(at + 1, 0);
-      t->latency_sum_ns.resize(at + 1, 0);
-    }
-    ++t->counts[at];
-    t->latency_sum_ns[at] += latency;
+    return BucketFor(last > first ? last - first : 0);
   }
 
   // An example request as observed, children in call order.
@@ -220,7 +236,7 @@ class PatternBuilder {
       const auto [begin, end] = range(part);
       for (uint32_t i = begin; i < end; ++i) {
         const Pair& p = pairs_[i];
-        if (p.ret < 0 || p.cand_end != p.cand_begin) continue;
+        if (p.ret < 0 || p.cand_end != p.cand_begin || !Owned(p)) continue;
         if (p.imputed) {  // an incomplete instance: its latency is unknown
           ++sh.unfinished;
           continue;
@@ -296,7 +312,7 @@ class PatternBuilder {
         ++pat.count;
         pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
         Accumulate(inst, p.call, &pat.root);
-        AddToTimeline(p.call, p.ret - p.call, &pat.timeline);
+        AddBuckets(p.call, 1, p.ret - p.call, &pat.timeline);
         const Pair& best = pairs_[slowest[k]];
         if (p.ret - p.call > best.ret - best.call) slowest[k] = i;
       }
@@ -323,12 +339,17 @@ class PatternBuilder {
       pat.slowest = {pairs_[slowest[k]].call,
                      BuildExample(slowest[k], pairs_[slowest[k]].call)};
     }
-    for (Pattern& pat : *patterns) {
-      OrderForDisplay(&pat.root);
-      pat.signature =
-          pat.caller + "->" + DisplaySignature(pat.root, group_by_op_);
+    if (display_) {
+      for (Pattern& pat : *patterns) ForDisplay(group_by_op_, &pat);
     }
     return Status::Ok();
+  }
+
+  // A pattern's children in display order, and its signature.
+  static void ForDisplay(bool group_by_op, Pattern* pat) {
+    OrderForDisplay(&pat->root);
+    pat->signature =
+        pat->caller + "->" + DisplaySignature(pat->root, group_by_op);
   }
 
   // Spec order: children by ascending mean call delay, ties by name.
@@ -383,7 +404,45 @@ class PatternBuilder {
   bool group_by_op_;
   InputStats& stats_;
   std::vector<uint32_t>& root_pattern_;
+  TimeNs from_ = std::numeric_limits<TimeNs>::min();
+  TimeNs until_ = std::numeric_limits<TimeNs>::max();
+  bool display_ = true;
 };
+
+// One pattern node of a later part into the same node of an earlier one:
+// both in canonical order, so children line up one for one.
+void MergeNode(const PatternNode& later, PatternNode* node) {
+  if (later.op != node->op || later.op_mixed) {
+    if (!node->op_mixed) {
+      node->op_mixed = true;
+      node->op.clear();
+    }
+  }
+  node->latency.Merge(later.latency);
+  node->call_delay.Merge(later.call_delay);
+  node->own_time.Merge(later.own_time);
+  for (size_t i = 0; i < node->children.size(); ++i) {
+    MergeNode(later.children[i], &node->children[i]);
+  }
+}
+
+// A timeline moved to buckets of `bucket` ns (a multiple-free coarsening:
+// each old bucket goes whole to the new bucket holding its start).
+void Rebucket(TimeNs bucket, Timeline* t) {
+  if (t->bucket_ns == bucket || t->counts.empty()) {
+    t->bucket_ns = bucket;
+    return;
+  }
+  Timeline out;
+  out.bucket_ns = bucket;
+  for (size_t i = 0; i < t->counts.size(); ++i) {
+    if (t->counts[i] == 0) continue;
+    AddBuckets(t->start_ns + static_cast<TimeNs>(i) * t->bucket_ns,
+               t->counts[i], t->latency_sum_ns[i], &out);
+  }
+  *t = std::move(out);
+}
+
 
 }  // namespace
 
@@ -392,6 +451,71 @@ Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
                      std::vector<uint32_t>* root_pattern) {
   return PatternBuilder(table, group_by_op, stats, root_pattern)
       .FindCallPaths(std::max(1, threads), patterns);
+}
+
+Status FindOwnedCallPaths(const CallTable& table, bool group_by_op,
+                          TimeNs from, TimeNs until, InputStats* stats,
+                          std::vector<Pattern>* patterns) {
+  std::vector<uint32_t> root_pattern;
+  PatternBuilder builder(table, group_by_op, stats, &root_pattern);
+  builder.OwnOnly(from, until);
+  return builder.FindCallPaths(1, patterns);
+}
+
+void PatternMerger::Add(std::vector<Pattern>&& part) {
+  for (Pattern& later : part) {
+    auto [it, inserted] = index_.try_emplace(later.shape, patterns_.size());
+    if (inserted) {
+      patterns_.push_back(std::move(later));
+      continue;
+    }
+    Pattern& pat = patterns_[it->second];
+    pat.count += later.count;
+    pat.total_latency_s += later.total_latency_s;
+    MergeNode(later.root, &pat.root);
+    if (later.slowest.tree.latency_ns > pat.slowest.tree.latency_ns) {
+      pat.slowest = std::move(later.slowest);
+    }
+    // The median instance: of the parts' own, the nearest the p50 so far.
+    const double p50 = pat.root.latency.Quantile(0.5);
+    auto off = [&](const Example& e) {
+      return std::fabs(trace::NsToSeconds(e.tree.latency_ns) - p50);
+    };
+    if (off(later.median) < off(pat.median)) pat.median = std::move(later.median);
+    const TimeNs bucket =
+        std::max(pat.timeline.bucket_ns, later.timeline.bucket_ns);
+    Rebucket(bucket, &pat.timeline);
+    Rebucket(bucket, &later.timeline);
+    for (size_t i = 0; i < later.timeline.counts.size(); ++i) {
+      if (later.timeline.counts[i] == 0) continue;
+      AddBuckets(later.timeline.start_ns +
+                     static_cast<TimeNs>(i) * later.timeline.bucket_ns,
+                 later.timeline.counts[i], later.timeline.latency_sum_ns[i],
+                 &pat.timeline);
+    }
+  }
+}
+
+std::vector<Pattern> PatternMerger::Finish() {
+  // One bucket for every pattern, as one pass gives: the ladder's step
+  // for the span of all the timelines.
+  TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
+  TimeNs bucket = 0;
+  for (const Pattern& pat : patterns_) {
+    const Timeline& t = pat.timeline;
+    if (t.counts.empty()) continue;
+    first = std::min(first, t.start_ns);
+    last = std::max(last, t.start_ns + static_cast<TimeNs>(t.counts.size() - 1) *
+                                           t.bucket_ns);
+    bucket = std::max(bucket, t.bucket_ns);
+  }
+  bucket = std::max(bucket, BucketFor(last > first ? last - first : 0));
+  for (Pattern& pat : patterns_) {
+    Rebucket(bucket, &pat.timeline);
+    PatternBuilder::ForDisplay(group_by_op_, &pat);
+  }
+  index_.clear();
+  return std::move(patterns_);
 }
 
 const char* SortKeyName(SortKey key) {

@@ -11,6 +11,8 @@
 #define BBPROF_NESTING_PATTERN_TABLE_H_
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -28,6 +30,33 @@ namespace bbprof::nesting {
 Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
                      InputStats* stats, std::vector<Pattern>* patterns,
                      std::vector<uint32_t>* root_pattern);
+
+// Step 5 for a driver that holds the trace a segment at a time (the stream
+// driver, docs/nesting.md "The stream driver"): the patterns of the complete
+// roots of `table` called in [from, until), the roots the segment owns, in
+// canonical order and without signatures, for a PatternMerger. Counts the
+// owned roots that are unfinished into stats->unfinished_roots.
+Status FindOwnedCallPaths(const CallTable& table, bool group_by_op,
+                          trace::TimeNs from, trace::TimeNs until,
+                          InputStats* stats, std::vector<Pattern>* patterns);
+
+// Segments' patterns added up in segment order: counts and distributions
+// add exactly; the total latency is summed per segment, then over
+// segments; the slowest instance is the earliest of the slowest; the median
+// instance is, of the segments' own medians, the one nearest the p50 of the
+// segments merged so far; timelines are moved to the coarsest bucket.
+class PatternMerger {
+ public:
+  explicit PatternMerger(bool group_by_op) : group_by_op_(group_by_op) {}
+  void Add(std::vector<Pattern>&& part);
+  // The patterns in the order first seen, in display order with signatures.
+  std::vector<Pattern> Finish();
+
+ private:
+  bool group_by_op_;
+  std::vector<Pattern> patterns_;
+  std::unordered_map<std::string, size_t> index_;  // by shape
+};
 
 }  // namespace bbprof::nesting
 
