@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/cores.h"
+#include "trace/byte_stream.h"
 #include "trace/pending_calls.h"
 #include "trace/timestamp.h"
 
@@ -54,7 +55,20 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       "threads for the passes that split with an exact merge (parent "
       "choice, timeline passes, pattern table): 1 to 256, or auto (the "
       "cores this process may use, at most 8); the result is the same for "
-      "every count");
+      "every count")(
+      "search", po::value<std::string>()->default_value("auto"),
+      "how the trace is held: 'memory' (whole, every pass over every call), "
+      "'stream' (in segments of --segment-messages, each nested on its own "
+      "and owning the requests that start in it: memory bounded by the "
+      "segment, not the trace) or 'auto' (memory for a file of at most 64 "
+      "MiB and when every call is needed: --requests, eval; stream for a "
+      "larger file and standard input); a trace of one segment gives the "
+      "same result either way")(
+      "segment-messages",
+      po::value<std::string>()->default_value(
+          std::to_string(nesting::StreamOptions{}.segment_messages)),
+      "messages a segment owns under --search stream (at least 1000); each "
+      "also reads a sixteenth as many before and after its own");
   // Operations, client folding and node names (issue 14).
   cl.options().add_options()(
       "group-by", po::value<std::string>()->default_value("op"),
@@ -152,6 +166,25 @@ std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
           ParseLimitFlag(cl, "max-pending-calls", &params.max_pending_calls)) {
     return *rc;
   }
+  const std::string search = cl.Get<std::string>("search");
+  if (search == "auto") {
+    out->search = NestSearch::kAuto;
+  } else if (search == "memory") {
+    out->search = NestSearch::kMemory;
+  } else if (search == "stream") {
+    out->search = NestSearch::kStream;
+  } else {
+    return cl.UsageError("--search must be auto, memory or stream, not '" +
+                         search + "'");
+  }
+  if (auto rc = ParseLimitFlag(cl, "segment-messages",
+                               &out->stream.segment_messages)) {
+    return *rc;
+  }
+  if (out->stream.segment_messages < 1000) {
+    return cl.UsageError("--segment-messages must be at least 1000, not '" +
+                         cl.Get<std::string>("segment-messages") + "'");
+  }
   if (auto rc = ParseNamingFlags(cl, /*capture=*/false, &out->naming))
     return *rc;
   out->reader.skip_bad_lines = cl.Has("skip-bad-lines");
@@ -167,7 +200,34 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
   auto reader = OpenNamedInput(path, setup.reader, setup.naming);
   if (!reader.ok()) return reader.status();
   Result<nesting::NestingResult> result = Status::Error("nest: not run");
-  if (detail != nullptr) {
+  // Every call's parent (requests, evaluation) needs the whole trace.
+  // auto: a file small enough to hold whole (64 MiB is about 6 M
+  // messages of a binary trace, 1.4 M of a text one) is held whole; a
+  // larger one, or standard input, is streamed.
+  constexpr uint64_t kAutoMemoryBytes = uint64_t{64} << 20;
+  const bool stream =
+      setup.search == NestSearch::kStream ||
+      (setup.search == NestSearch::kAuto && detail == nullptr &&
+       !setup.params.use_pathids &&
+       (path == "-" || trace::FileSizeOrZero(path) > kAutoMemoryBytes));
+  if (stream && (detail != nullptr || setup.params.use_pathids)) {
+    return Status::Error(
+        "--search stream cannot export or score every request (--requests, "
+        "eval): they need --search memory");
+  }
+  nesting::StreamReport report;
+  if (stream) {
+    result = nesting::RunNestingStream(**reader, setup.params, setup.stream,
+                                       &report);
+    if (result.ok() && report.segments > 1) {
+      Inform(cl, "nested in " + std::to_string(report.segments) +
+                     " segments of " +
+                     std::to_string(setup.stream.segment_messages) +
+                     " messages, at most " +
+                     std::to_string(report.most_messages_held) +
+                     " messages held at once");
+    }
+  } else if (detail != nullptr) {
     nesting::DetailOptions dopts;
     dopts.call_labels = labels;
     auto d = nesting::RunNestingDetailed(**reader, setup.params, dopts);

@@ -12,12 +12,18 @@
 #include "cli/command_line.h"
 #include "cli/naming_flags.h"
 #include "nesting/nesting.h"
+#include "nesting/stream_driver.h"
 #include "trace/reader.h"
 
 namespace bbprof::cli {
 
+// Which driver nests the trace (docs/nesting.md, "The stream driver").
+enum class NestSearch { kAuto, kMemory, kStream };
+
 struct NestSetup {
   nesting::Params params;
+  NestSearch search = NestSearch::kAuto;
+  nesting::StreamOptions stream;
   NamingFlags naming;
   trace::ReaderOptions reader;
 };

@@ -1,0 +1,488 @@
+// The stream driver (stream_driver.h): the trace read once, cut into
+// overlapping segments, each segment nested by the in-memory passes
+// (drivers.h) and its owned requests' patterns added up in order.
+#include "nesting/stream_driver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/progress.h"
+#include "nesting/drivers.h"
+#include "nesting/pattern_table.h"
+#include "trace/byte_stream.h"
+
+namespace bbprof::nesting {
+
+namespace {
+
+using trace::TimeNs;
+
+constexpr TimeNs kMinTime = std::numeric_limits<TimeNs>::min();
+constexpr TimeNs kMaxTime = std::numeric_limits<TimeNs>::max();
+
+// A record kept by a segment: its ids' text in the chunk's `text`.
+struct StoredRecord {
+  TimeNs ts;
+  trace::NodeId sender, receiver;
+  uint64_t callid_number, pathid_number;
+  size_t text;  // where callid, pathid and op start, one after the other
+  uint32_t callid_len, pathid_len, op_len;
+  trace::Kind kind;
+  bool callid_is_number, pathid_is_number;
+};
+
+// Records in chunks, so that a segment's reader frees what it has read.
+struct Chunk {
+  static constexpr size_t kRecords = 65536;
+  std::vector<StoredRecord> records;
+  std::string text;
+};
+
+struct Segment {
+  uint64_t index = 0;
+  // The root calls it owns: called in [own_from, own_until).
+  TimeNs own_from = kMinTime, own_until = kMaxTime;
+  bool owns_any = false;  // its first own message was read
+  std::deque<Chunk> chunks;
+  uint64_t records = 0;
+
+  void Add(const trace::Record& rec) {
+    if (chunks.empty() || chunks.back().records.size() == Chunk::kRecords) {
+      chunks.emplace_back();
+      chunks.back().records.reserve(Chunk::kRecords);
+    }
+    Chunk& c = chunks.back();
+    StoredRecord s;
+    s.ts = rec.ts_ns;
+    s.sender = rec.sender;
+    s.receiver = rec.receiver;
+    s.kind = rec.kind;
+    s.callid_is_number = rec.callid_is_number;
+    s.pathid_is_number = rec.pathid_is_number;
+    s.callid_number = rec.callid_number;
+    s.pathid_number = rec.pathid_number;
+    s.text = c.text.size();
+    s.callid_len = static_cast<uint32_t>(rec.callid.size());
+    s.pathid_len = static_cast<uint32_t>(rec.pathid.size());
+    s.op_len = static_cast<uint32_t>(rec.op.size());
+    c.text.append(rec.callid).append(rec.pathid).append(rec.op);
+    c.records.push_back(s);
+    ++records;
+  }
+};
+
+// A segment's records as a trace, each chunk freed once read past. Names
+// are a copy of the trace's node table as it stood when the segment was
+// complete (the same ids), so that segments nested on other threads never
+// read the table the main reader is still adding to.
+class SegmentReader : public trace::TraceReader {
+ public:
+  SegmentReader(const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
+                std::vector<std::string> meta, std::deque<Chunk> chunks)
+      : TraceReader(path, std::move(nodes)), chunks_(std::move(chunks)) {
+    meta_ = std::move(meta);
+  }
+  uint64_t raw_bytes_read() const override { return 0; }
+
+ protected:
+  bool Advance(trace::Record& rec) override {
+    while (!chunks_.empty() && next_ == chunks_.front().records.size()) {
+      chunks_.pop_front();
+      next_ = 0;
+    }
+    if (chunks_.empty()) return false;
+    const Chunk& c = chunks_.front();
+    const StoredRecord& s = c.records[next_++];
+    rec.ts_ns = s.ts;
+    rec.sender = s.sender;
+    rec.receiver = s.receiver;
+    rec.kind = s.kind;
+    rec.callid_is_number = s.callid_is_number;
+    rec.pathid_is_number = s.pathid_is_number;
+    rec.callid_number = s.callid_number;
+    rec.pathid_number = s.pathid_number;
+    const char* t = c.text.data() + s.text;
+    rec.callid = {t, s.callid_len};
+    rec.pathid = {t + s.callid_len, s.pathid_len};
+    rec.op = {t + s.callid_len + s.pathid_len, s.op_len};
+    return true;
+  }
+
+ private:
+  std::deque<Chunk> chunks_;
+  size_t next_ = 0;
+};
+
+// What a nested segment hands to the merge.
+struct SegmentResult {
+  Status status = Status::Ok();
+  std::vector<Pattern> patterns;
+  NestingResult result;  // parameters, skew, clocks; input counts below
+  uint64_t pairs = 0, unmatched_calls = 0;  // of the calls it owns
+};
+
+class StreamDriver {
+ public:
+  StreamDriver(trace::TraceReader& reader, const Params& params,
+               const StreamOptions& options, StreamReport* report)
+      : reader_(reader),
+        params_(params),
+        segment_(std::max<uint64_t>(options.segment_messages, 2)),
+        overlap_(options.overlap_messages != 0
+                     ? std::min(options.overlap_messages, segment_ - 1)
+                     : std::max<uint64_t>(segment_ / 16, 1)),
+        report_(report),
+        merger_(params.group_by_op) {}
+
+  Result<NestingResult> Run() {
+    const int workers = std::max(1, params_.threads);
+    if (workers > 1) {
+      for (int i = 0; i < workers; ++i) pool_.emplace_back([this] { Work(); });
+    }
+    Status status = Read();
+    if (workers > 1) {
+      {
+        std::unique_lock lock(mu_);
+        closing_ = true;
+      }
+      cv_.notify_all();
+      for (std::thread& t : pool_) t.join();
+    }
+    BBPROF_RETURN_IF_ERROR(status);
+    if (single_) return std::move(*single_);
+    BBPROF_RETURN_IF_ERROR(MergeReady(/*all=*/true));
+    return Finish();
+  }
+
+ private:
+  Status Read() {
+    Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
+                      false);
+    std::vector<std::unique_ptr<Segment>> open;
+    open.push_back(std::make_unique<Segment>());
+    open.back()->owns_any = true;
+    uint64_t n = 0;
+    trace::Record rec;
+    while (reader_.Next(rec)) {
+      progress.Update(reader_.raw_bytes_read());
+      if (n == 0) first_ts_ = rec.ts_ns;
+      last_ts_ = rec.ts_ns;
+      if (rec.kind == trace::Kind::kMessage) {
+        ++free_messages_;
+      } else {
+        ++call_ret_messages_;
+      }
+      // Segment k reads messages [kS - V, (k+1)S + V) and owns the root
+      // calls made from the time of message kS to that of (k+1)S.
+      if (n % segment_ == segment_ - overlap_) {
+        open.push_back(std::make_unique<Segment>());
+        open.back()->index = n / segment_ + 1;
+      }
+      if (n % segment_ == 0 && n > 0) {
+        for (auto& s : open) {
+          if (s->index == n / segment_ - 1) s->own_until = rec.ts_ns;
+          if (s->index == n / segment_) {
+            s->own_from = rec.ts_ns;
+            s->owns_any = true;
+          }
+        }
+      }
+      for (auto& s : open) s->Add(rec);
+      ++n;
+      NoteHeld(open);
+      if (n % segment_ == overlap_ && n > segment_) {
+        // The segment before the newest is complete.
+        BBPROF_RETURN_IF_ERROR(Dispatch(std::move(open.front())));
+        open.erase(open.begin());
+      }
+    }
+    progress.Finish();
+    if (!reader_.status().ok()) return reader_.status();
+    messages_ = n;
+    // A segment that the trace ended before its own part began owns
+    // nothing: its messages are all in the segment before.
+    std::erase_if(open, [](const auto& s) { return !s->owns_any; });
+    if (segments_ == 0 && open.size() == 1) return RunSingle(std::move(open[0]));
+    for (auto& s : open) BBPROF_RETURN_IF_ERROR(Dispatch(std::move(s)));
+    return Status::Ok();
+  }
+
+  void NoteHeld(const std::vector<std::unique_ptr<Segment>>& open) {
+    uint64_t held = held_busy_;
+    for (const auto& s : open) held += s->records;
+    report_->most_messages_held = std::max(report_->most_messages_held, held);
+  }
+
+  std::unique_ptr<SegmentReader> ReaderFor(Segment& s) {
+    auto nodes = std::make_shared<trace::NodeTable>();
+    for (size_t i = 0; i < reader_.nodes().size(); ++i) {
+      nodes->Intern(reader_.nodes().Name(static_cast<trace::NodeId>(i)));
+    }
+    return std::make_unique<SegmentReader>(reader_.path(), std::move(nodes),
+                                           reader_.meta(), std::move(s.chunks));
+  }
+
+  // The whole trace in one segment: the in-memory driver's passes, all of
+  // them, give its result exactly.
+  Status RunSingle(std::unique_ptr<Segment> s) {
+    ++report_->segments;
+    auto reader = ReaderFor(*s);
+    AssignedSegment a;
+    BBPROF_RETURN_IF_ERROR(AssignSegment(*reader, params_, &a));
+    NestingResult r = std::move(a.result);
+    std::vector<uint32_t> root_pattern;
+    BBPROF_RETURN_IF_ERROR(FindCallPaths(a.table, params_.group_by_op,
+                                         params_.threads, &r.input,
+                                         &r.patterns, &root_pattern));
+    FillReaderStats(&r.input);
+    SortPatterns(r.patterns, r.sort);
+    single_ = std::move(r);
+    return Status::Ok();
+  }
+
+  // The input's counts that come from the reader, not from a segment.
+  void FillReaderStats(InputStats* in) const {
+    in->path = reader_.path();
+    in->bytes = reader_.raw_bytes_read();
+    if (std::optional<uint32_t> crc = reader_.raw_crc32()) {
+      in->crc32 = *crc;
+      in->has_crc32 = true;
+    }
+    in->nodes = reader_.nodes().size();
+    in->node_names_folded = reader_.nodes().folded();
+    in->meta.clear();
+    for (const std::string& m : reader_.meta()) {
+      if (in->meta.size() == kMaxInputMeta) break;
+      in->meta.push_back(m.substr(0, kMaxInputMetaChars));
+    }
+  }
+
+  // A complete segment to be nested: here, or by a worker. The workers'
+  // segments in flight are at most their number, so memory stays bounded.
+  Status Dispatch(std::unique_ptr<Segment> s) {
+    ++report_->segments;
+    ++segments_;
+    const uint64_t index = s->index;
+    const uint64_t records = s->records;
+    Params params = params_;
+    params.threads = 1;
+    auto job = std::make_shared<Job>();
+    job->index = index;
+    job->records = records;
+    job->own_from = s->own_from;
+    job->own_until = s->own_until;
+    job->reader = ReaderFor(*s);
+    job->params = params;
+    s.reset();
+    if (pool_.empty()) {
+      held_busy_ = records;
+      results_[index] = Nest(*job);
+      held_busy_ = 0;
+      return MergeReady(false);
+    }
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return in_flight_ < pool_.size(); });
+      ++in_flight_;
+      held_busy_ += records;
+      queue_.push_back(std::move(job));
+    }
+    cv_.notify_all();
+    return MergeReady(false);
+  }
+
+  struct Job {
+    uint64_t index = 0, records = 0;
+    TimeNs own_from = kMinTime, own_until = kMaxTime;
+    std::unique_ptr<SegmentReader> reader;
+    Params params;
+  };
+
+  static SegmentResult Nest(Job& job) {
+    SegmentResult out;
+    AssignedSegment a;
+    out.status = AssignSegment(*job.reader, job.params, &a);
+    job.reader.reset();
+    if (!out.status.ok()) return out;
+    out.result = std::move(a.result);
+    for (const Pair& p : a.table.pairs) {
+      if (p.call < job.own_from || p.call >= job.own_until) continue;
+      if (p.ret >= 0 && !p.imputed) {
+        ++out.pairs;
+      } else {
+        ++out.unmatched_calls;
+      }
+    }
+    out.result.input.unfinished_roots = 0;
+    out.status = FindOwnedCallPaths(a.table, job.params.group_by_op,
+                                    job.own_from, job.own_until,
+                                    &out.result.input, &out.patterns);
+    return out;
+  }
+
+  void Work() {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      SegmentResult r = Nest(*job);
+      {
+        std::unique_lock lock(mu_);
+        results_[job->index] = std::move(r);
+        --in_flight_;
+        held_busy_ -= job->records;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  // Adds the nested segments to the result in segment order; with `all`,
+  // waits for every one.
+  Status MergeReady(bool all) {
+    for (;;) {
+      SegmentResult r;
+      {
+        std::unique_lock lock(mu_);
+        if (all) {
+          cv_.wait(lock, [&] {
+            return results_.count(merged_) != 0 || merged_ == segments_;
+          });
+        }
+        auto it = results_.find(merged_);
+        if (it == results_.end()) return Status::Ok();
+        r = std::move(it->second);
+        results_.erase(it);
+      }
+      ++merged_;
+      BBPROF_RETURN_IF_ERROR(r.status);
+      Add(std::move(r));
+    }
+  }
+
+  void Add(SegmentResult&& r) {
+    merger_.Add(std::move(r.patterns));
+    const InputStats& in = r.result.input;
+    pairs_ += r.pairs;
+    unmatched_calls_ += r.unmatched_calls;
+    evicted_ += in.pending_calls_evicted;
+    unfinished_ += in.unfinished_roots;
+    parallelism_sum_ += in.mean_parallelism * static_cast<double>(r.pairs);
+    scoreboards_ = std::max(scoreboards_, in.scoreboards);
+    if (!have_params_) {
+      params_out_ = r.result.params;
+      have_params_ = true;
+    }
+    params_out_.skew_window =
+        std::max(params_out_.skew_window, r.result.params.skew_window);
+    for (const EdgeSkew& e : r.result.skew) {
+      EdgeSkew& m = skew_[{e.caller, e.callee}];
+      m.caller = e.caller;
+      m.callee = e.callee;
+      m.start_window_s = std::max(m.start_window_s, e.start_window_s);
+      m.end_window_s = std::max(m.end_window_s, e.end_window_s);
+      m.children += e.children;
+      m.missed += e.missed;
+    }
+    for (const NodeClockOffset& o : r.result.clock_offsets) {
+      Clock& c = clocks_[o.node];
+      c.offset_s += o.offset_s;
+      c.drift_ppm += o.drift_ppm;
+      ++c.segments;
+    }
+  }
+
+  Result<NestingResult> Finish() {
+    NestingResult r;
+    r.params = params_out_;
+    r.params.threads = params_.threads;
+    r.patterns = merger_.Finish();
+    SortPatterns(r.patterns, r.sort);
+    for (auto& [key, e] : skew_) r.skew.push_back(e);
+    // A node's clock: its offsets' and drifts' mean over the segments that
+    // corrected it (each segment solves its own clocks).
+    for (auto& [node, c] : clocks_) {
+      const auto k = static_cast<double>(c.segments);
+      r.clock_offsets.push_back({node, c.offset_s / k, c.drift_ppm / k});
+    }
+    InputStats& in = r.input;
+    FillReaderStats(&in);
+    in.messages = messages_;
+    in.free_messages = free_messages_;
+    in.call_pairs = pairs_;
+    in.unmatched_calls = unmatched_calls_;
+    // Every CALL or RET is one end of a pair, an unmatched call or an
+    // unmatched return; pairs and calls are counted where owned.
+    const uint64_t ends = 2 * pairs_ + unmatched_calls_;
+    in.unmatched_returns = call_ret_messages_ > ends ? call_ret_messages_ - ends : 0;
+    in.pending_calls_evicted = evicted_;
+    in.unfinished_roots = unfinished_;
+    in.duration_s = trace::NsToSeconds(last_ts_ - first_ts_);
+    in.mean_parallelism =
+        pairs_ > 0 ? parallelism_sum_ / static_cast<double>(pairs_) : 0;
+    in.scoreboards = scoreboards_;
+    return r;
+  }
+
+  struct Clock {
+    double offset_s = 0, drift_ppm = 0;
+    uint64_t segments = 0;
+  };
+
+  trace::TraceReader& reader_;
+  Params params_;
+  const uint64_t segment_, overlap_;
+  StreamReport* report_;
+  PatternMerger merger_;
+  std::optional<NestingResult> single_;
+
+  // Read by the main thread only.
+  TimeNs first_ts_ = 0, last_ts_ = 0;
+  uint64_t messages_ = 0, free_messages_ = 0, call_ret_messages_ = 0;
+  uint64_t segments_ = 0, merged_ = 0;
+  uint64_t pairs_ = 0, unmatched_calls_ = 0, evicted_ = 0, unfinished_ = 0;
+  double parallelism_sum_ = 0;
+  uint64_t scoreboards_ = 0;
+  Params params_out_;
+  bool have_params_ = false;
+  std::map<std::pair<std::string, std::string>, EdgeSkew> skew_;
+  std::map<std::string, Clock> clocks_;
+
+  // Shared with the workers, under mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::map<uint64_t, SegmentResult> results_;
+  size_t in_flight_ = 0;
+  std::atomic<uint64_t> held_busy_ = 0;  // records of segments dispatched
+  bool closing_ = false;
+  std::vector<std::thread> pool_;
+};
+
+}  // namespace
+
+Result<NestingResult> RunNestingStream(trace::TraceReader& reader,
+                                       const Params& params,
+                                       const StreamOptions& options,
+                                       StreamReport* report) {
+  StreamReport ignored;
+  return StreamDriver(reader, params, options, report ? report : &ignored)
+      .Run();
+}
+
+}  // namespace bbprof::nesting

@@ -1,0 +1,55 @@
+// The stream driver of the nesting algorithm: memory bounded by a segment
+// of the trace, not by the trace (issue 17; the paper's section 8 names the
+// limit: the nesting algorithm "cannot currently handle traces with
+// greater than a few million messages", a sliding-window version being
+// future work). docs/nesting.md, "The stream driver", has the design and
+// what it costs in accuracy.
+//
+// The trace is read once. Every `segment_messages` messages start a
+// segment, which also reads `overlap_messages` before and after its own, so
+// that the calls near its edges find their parents and children. Each
+// segment runs the passes of the in-memory driver (drivers.h) on its own,
+// learning its own scoreboards, timelines and clocks, and owns the root
+// calls made between its first and its next segment's first message: each
+// request is counted by exactly one segment, whole. The segments' patterns
+// are added up in segment order (PatternMerger), so the result is the same
+// on any number of threads. A trace of one segment gives exactly the
+// in-memory result.
+#ifndef BBPROF_NESTING_STREAM_DRIVER_H_
+#define BBPROF_NESTING_STREAM_DRIVER_H_
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "nesting/nesting.h"
+#include "trace/reader.h"
+
+namespace bbprof::nesting {
+
+struct StreamOptions {
+  // Messages a segment owns: 2 Mi, the size of the trace the in-memory
+  // driver's figures were measured on (docs/nesting.md), about 250 MB
+  // held per segment in flight (docs/benchmarks.md).
+  uint64_t segment_messages = uint64_t{1} << 21;
+  // Messages a segment reads before and after its own (0: a sixteenth of
+  // segment_messages, 131,072 by default). A request whose calls reach
+  // further than this past its segment's edge is cut: its root counts as
+  // unfinished, or a call whose parent lies before is taken for a root.
+  uint64_t overlap_messages = 0;
+};
+
+struct StreamReport {
+  uint64_t segments = 0;
+  // The most messages held at once by the segments read or being nested.
+  uint64_t most_messages_held = 0;
+};
+
+// Params::threads segments are nested at once, each on one thread.
+Result<NestingResult> RunNestingStream(trace::TraceReader& reader,
+                                       const Params& params,
+                                       const StreamOptions& options,
+                                       StreamReport* report);
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_STREAM_DRIVER_H_
