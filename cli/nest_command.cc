@@ -95,8 +95,11 @@ int Run(std::span<const std::string> args) {
   // plain run keeps none of them.
   std::optional<nesting::DetailedResult> detail;
   if (requests_format) detail.emplace();
+  int mpi_rank = 0;
   auto result = NestInput(cl, cl.Positional("TRACE")[0], setup, detail ? &*detail : nullptr,
-                          /*labels=*/true);
+                          /*labels=*/true, &mpi_rank);
+  // Under mpirun, rank 0 writes every output and tells every error.
+  if (mpi_rank != 0) return result.ok() ? kExitOk : 1;
   if (!result.ok()) return cl.Fail(result.status());
 
   // Marks are found on every pattern, before --min-count and --top cut the

@@ -5,6 +5,9 @@
 #include <cstdio>
 
 #include "base/cores.h"
+#ifdef BBPROF_MPI
+#include "nesting/mpi_driver.h"
+#endif
 #include "trace/byte_stream.h"
 #include "trace/pending_calls.h"
 #include "trace/timestamp.h"
@@ -196,7 +199,7 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
                                          const std::string& path,
                                          const NestSetup& setup,
                                          nesting::DetailedResult* detail,
-                                         bool labels) {
+                                         bool labels, int* mpi_rank) {
   auto reader = OpenNamedInput(path, setup.reader, setup.naming);
   if (!reader.ok()) return reader.status();
   Result<nesting::NestingResult> result = Status::Error("nest: not run");
@@ -216,6 +219,24 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
         "eval): they need --search memory");
   }
   nesting::StreamReport report;
+#ifdef BBPROF_MPI
+  if (mpi_rank != nullptr && nesting::MpiLaunched()) {
+    if (setup.search == NestSearch::kMemory || detail != nullptr) {
+      return Status::Error(
+          "under mpirun, nest streams the trace: --search memory and "
+          "--requests need one process");
+    }
+    result = nesting::RunNestingMpi(**reader, setup.params, setup.stream,
+                                    &report, mpi_rank);
+    if (*mpi_rank != 0) return result;
+    if (result.ok() && report.segments > 1) {
+      Inform(cl, "nested in " + std::to_string(report.segments) +
+                     " segments of " +
+                     std::to_string(setup.stream.segment_messages) +
+                     " messages across the MPI ranks");
+    }
+  } else
+#endif
   if (stream) {
     result = nesting::RunNestingStream(**reader, setup.params, setup.stream,
                                        &report);

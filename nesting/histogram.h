@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "trace/record.h"
@@ -50,6 +51,25 @@ class LogHistogram {
   // Quantile q in [0, 1], in seconds; exact at the extremes, within 1%
   // elsewhere.
   double Quantile(double q) const;
+
+  // Everything a histogram holds, to move it between processes (the MPI
+  // driver sends segments' patterns to rank 0) and back, exactly.
+  struct State {
+    std::map<int, uint64_t> bins;
+    uint64_t count = 0;
+    double sum_ns = 0;
+    trace::TimeNs min = 0, max = 0;
+  };
+  State state() const { return {bins_, count_, sum_ns_, min_, max_}; }
+  static LogHistogram FromState(State s) {
+    LogHistogram h;
+    h.bins_ = std::move(s.bins);
+    h.count_ = s.count;
+    h.sum_ns_ = s.sum_ns;
+    h.min_ = s.min;
+    h.max_ = s.max;
+    return h;
+  }
 
  private:
   // Bin k >= 1 holds values in [1.01^(k-1), 1.01^k) ns, bin -k the same

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/progress.h"
 #include "nesting/drivers.h"
 #include "nesting/pattern_table.h"
@@ -132,6 +134,165 @@ struct SegmentResult {
   uint64_t pairs = 0, unmatched_calls = 0;  // of the calls it owns
 };
 
+// A segment's result as bytes (MessagePack: doubles stay exact), for the
+// MPI driver to move between processes.
+using nlohmann::json;
+
+json ToJson(const LogHistogram& h) {
+  LogHistogram::State st = h.state();
+  json bins = json::array();
+  for (const auto& [bin, n] : st.bins) bins.push_back({bin, n});
+  return {{"bins", bins}, {"n", st.count}, {"sum", st.sum_ns},
+          {"min", st.min}, {"max", st.max}};
+}
+LogHistogram HistogramFrom(const json& j) {
+  LogHistogram::State st;
+  for (const json& b : j.at("bins")) {
+    st.bins[b.at(0).get<int>()] = b.at(1).get<uint64_t>();
+  }
+  st.count = j.at("n");
+  st.sum_ns = j.at("sum");
+  st.min = j.at("min");
+  st.max = j.at("max");
+  return LogHistogram::FromState(std::move(st));
+}
+
+json ToJson(const PatternNode& n) {
+  json kids = json::array();
+  for (const PatternNode& c : n.children) kids.push_back(ToJson(c));
+  return {{"node", n.node},         {"op", n.op},
+          {"mixed", n.op_mixed},    {"latency", ToJson(n.latency)},
+          {"delay", ToJson(n.call_delay)}, {"own", ToJson(n.own_time)},
+          {"children", kids}};
+}
+PatternNode NodeFrom(const json& j) {
+  PatternNode n;
+  n.node = j.at("node");
+  n.op = j.at("op");
+  n.op_mixed = j.at("mixed");
+  n.latency = HistogramFrom(j.at("latency"));
+  n.call_delay = HistogramFrom(j.at("delay"));
+  n.own_time = HistogramFrom(j.at("own"));
+  for (const json& c : j.at("children")) n.children.push_back(NodeFrom(c));
+  return n;
+}
+
+json ToJson(const ExampleCall& e) {
+  json kids = json::array();
+  for (const ExampleCall& c : e.children) kids.push_back(ToJson(c));
+  return {{"node", e.node},       {"caller", e.caller},
+          {"op", e.op},           {"start", e.start_ns},
+          {"latency", e.latency_ns}, {"children", kids}};
+}
+ExampleCall ExampleCallFrom(const json& j) {
+  ExampleCall e;
+  e.node = j.at("node");
+  e.caller = j.at("caller");
+  e.op = j.at("op");
+  e.start_ns = j.at("start");
+  e.latency_ns = j.at("latency");
+  for (const json& c : j.at("children")) {
+    e.children.push_back(ExampleCallFrom(c));
+  }
+  return e;
+}
+
+json ToJson(const Pattern& p) {
+  return {{"shape", p.shape},
+          {"caller", p.caller},
+          {"root", ToJson(p.root)},
+          {"count", p.count},
+          {"total", p.total_latency_s},
+          {"median", {p.median.at_ns, ToJson(p.median.tree)}},
+          {"slowest", {p.slowest.at_ns, ToJson(p.slowest.tree)}},
+          {"timeline",
+           {p.timeline.bucket_ns, p.timeline.start_ns, p.timeline.counts,
+            p.timeline.latency_sum_ns}}};
+}
+Pattern PatternFrom(const json& j) {
+  Pattern p;
+  p.shape = j.at("shape");
+  p.caller = j.at("caller");
+  p.root = NodeFrom(j.at("root"));
+  p.count = j.at("count");
+  p.total_latency_s = j.at("total");
+  p.median = {j.at("median").at(0), ExampleCallFrom(j.at("median").at(1))};
+  p.slowest = {j.at("slowest").at(0), ExampleCallFrom(j.at("slowest").at(1))};
+  const json& t = j.at("timeline");
+  p.timeline.bucket_ns = t.at(0);
+  p.timeline.start_ns = t.at(1);
+  p.timeline.counts = t.at(2).get<std::vector<uint64_t>>();
+  p.timeline.latency_sum_ns = t.at(3).get<std::vector<TimeNs>>();
+  return p;
+}
+
+std::string Serialize(const SegmentResult& r) {
+  json j;
+  if (!r.status.ok()) {
+    j["error"] = r.status.message();
+  } else {
+    json pats = json::array();
+    for (const Pattern& p : r.patterns) pats.push_back(ToJson(p));
+    const InputStats& in = r.result.input;
+    json skew = json::array();
+    for (const EdgeSkew& e : r.result.skew) {
+      skew.push_back({e.caller, e.callee, e.start_window_s, e.end_window_s,
+                      e.children, e.missed});
+    }
+    json clocks = json::array();
+    for (const NodeClockOffset& o : r.result.clock_offsets) {
+      clocks.push_back({o.node, o.offset_s, o.drift_ppm});
+    }
+    j = {{"patterns", pats},
+         {"pairs", r.pairs},
+         {"unmatched_calls", r.unmatched_calls},
+         {"evicted", in.pending_calls_evicted},
+         {"unfinished", in.unfinished_roots},
+         {"parallelism", in.mean_parallelism},
+         {"scoreboards", in.scoreboards},
+         {"skew_window", r.result.params.skew_window},
+         {"skew", skew},
+         {"clocks", clocks}};
+  }
+  std::vector<uint8_t> bytes = json::to_msgpack(j);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+SegmentResult Deserialize(const std::string& bytes) {
+  SegmentResult r;
+  json j = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    r.status = Status::Error("a segment's result came back unreadable");
+    return r;
+  }
+  if (j.contains("error")) {
+    r.status = Status::Error(j["error"].get<std::string>());
+    return r;
+  }
+  try {
+    for (const json& p : j.at("patterns")) r.patterns.push_back(PatternFrom(p));
+    r.pairs = j.at("pairs");
+    r.unmatched_calls = j.at("unmatched_calls");
+    InputStats& in = r.result.input;
+    in.pending_calls_evicted = j.at("evicted");
+    in.unfinished_roots = j.at("unfinished");
+    in.mean_parallelism = j.at("parallelism");
+    in.scoreboards = j.at("scoreboards");
+    r.result.params.skew_window = j.at("skew_window");
+    for (const json& e : j.at("skew")) {
+      r.result.skew.push_back({e.at(0), e.at(1), e.at(2), e.at(3), e.at(4),
+                               e.at(5)});
+    }
+    for (const json& o : j.at("clocks")) {
+      r.result.clock_offsets.push_back({o.at(0), o.at(1), o.at(2)});
+    }
+  } catch (const json::exception& e) {
+    r.status = Status::Error(std::string("a segment's result came back "
+                                         "malformed: ") + e.what());
+  }
+  return r;
+}
+
 class StreamDriver {
  public:
   StreamDriver(trace::TraceReader& reader, const Params& params,
@@ -143,6 +304,9 @@ class StreamDriver {
                      ? std::min(options.overlap_messages, segment_ - 1)
                      : std::max<uint64_t>(segment_ / 16, 1)),
         report_(report),
+        rank_(static_cast<uint64_t>(std::max(options.rank, 0))),
+        ranks_(static_cast<uint64_t>(std::max(options.ranks, 1))),
+        gather_(options.gather),
         merger_(params.group_by_op) {}
 
   Result<NestingResult> Run() {
@@ -159,6 +323,7 @@ class StreamDriver {
       cv_.notify_all();
       for (std::thread& t : pool_) t.join();
     }
+    if (ranks_ > 1) return GatherAndFinish(status);
     BBPROF_RETURN_IF_ERROR(status);
     if (single_) return std::move(*single_);
     BBPROF_RETURN_IF_ERROR(MergeReady(/*all=*/true));
@@ -166,6 +331,37 @@ class StreamDriver {
   }
 
  private:
+  // Under several ranks: every rank's segments to rank 0, which adds them
+  // up in segment order. Every rank calls the gather once, failed or not
+  // (it is a collective), and a failure travels as a part of its own.
+  Result<NestingResult> GatherAndFinish(const Status& status) {
+    constexpr uint64_t kFailed = std::numeric_limits<uint64_t>::max();
+    StreamOptions::Parts mine;
+    if (!status.ok()) {
+      SegmentResult failed;
+      failed.status = status;
+      mine.emplace_back(kFailed, Serialize(failed));
+    } else {
+      for (const auto& [k, r] : results_) mine.emplace_back(k, Serialize(r));
+    }
+    if (!gather_) return Status::Error("nest: several ranks and no gather");
+    Result<StreamOptions::Parts> all = gather_(mine);
+    BBPROF_RETURN_IF_ERROR(status);
+    if (!all.ok()) return all.status();
+    if (rank_ != 0) return NestingResult{};
+    for (auto& [k, bytes] : *all) {
+      if (k != kFailed && k % ranks_ == rank_) continue;  // its own: kept
+      SegmentResult r = Deserialize(bytes);
+      BBPROF_RETURN_IF_ERROR(r.status);
+      results_[k] = std::move(r);
+    }
+    if (single_) return std::move(*single_);
+    BBPROF_RETURN_IF_ERROR(MergeReady(/*all=*/true));
+    return Finish();
+  }
+
+  bool Mine(uint64_t segment) const { return segment % ranks_ == rank_; }
+
   Status Read() {
     Progress progress("nest: reading", trace::FileSizeOrZero(reader_.path()),
                       false);
@@ -198,7 +394,9 @@ class StreamDriver {
           }
         }
       }
-      for (auto& s : open) s->Add(rec);
+      for (auto& s : open) {
+        if (Mine(s->index)) s->Add(rec);
+      }
       ++n;
       NoteHeld(open);
       if (n % segment_ == overlap_ && n > segment_) {
@@ -213,7 +411,9 @@ class StreamDriver {
     // A segment that the trace ended before its own part began owns
     // nothing: its messages are all in the segment before.
     std::erase_if(open, [](const auto& s) { return !s->owns_any; });
-    if (segments_ == 0 && open.size() == 1) return RunSingle(std::move(open[0]));
+    if (segments_ == 0 && open.size() == 1) {
+      return rank_ == 0 ? RunSingle(std::move(open[0])) : Status::Ok();
+    }
     for (auto& s : open) BBPROF_RETURN_IF_ERROR(Dispatch(std::move(s)));
     return Status::Ok();
   }
@@ -273,6 +473,7 @@ class StreamDriver {
   Status Dispatch(std::unique_ptr<Segment> s) {
     ++report_->segments;
     ++segments_;
+    if (!Mine(s->index)) return Status::Ok();  // another rank nests it
     const uint64_t index = s->index;
     const uint64_t records = s->records;
     Params params = params_;
@@ -289,7 +490,7 @@ class StreamDriver {
       held_busy_ = records;
       results_[index] = Nest(*job);
       held_busy_ = 0;
-      return MergeReady(false);
+      return ranks_ > 1 ? Status::Ok() : MergeReady(false);
     }
     {
       std::unique_lock lock(mu_);
@@ -299,7 +500,7 @@ class StreamDriver {
       queue_.push_back(std::move(job));
     }
     cv_.notify_all();
-    return MergeReady(false);
+    return ranks_ > 1 ? Status::Ok() : MergeReady(false);
   }
 
   struct Job {
@@ -448,6 +649,9 @@ class StreamDriver {
   Params params_;
   const uint64_t segment_, overlap_;
   StreamReport* report_;
+  const uint64_t rank_, ranks_;
+  std::function<Result<StreamOptions::Parts>(const StreamOptions::Parts&)>
+      gather_;
   PatternMerger merger_;
   std::optional<NestingResult> single_;
 

@@ -19,6 +19,10 @@
 #define BBPROF_NESTING_STREAM_DRIVER_H_
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "nesting/nesting.h"
@@ -36,6 +40,16 @@ struct StreamOptions {
   // further than this past its segment's edge is cut: its root counts as
   // unfinished, or a call whose parent lies before is taken for a root.
   uint64_t overlap_messages = 0;
+
+  // A run split across processes (the MPI driver, nesting/mpi_driver.h):
+  // every process reads the whole trace, and nests only the segments k with
+  // k % ranks == rank. `gather` is then called once on every process with
+  // its nested segments, each as (k, bytes); on rank 0 it returns every
+  // process's (its own included, in any order), elsewhere nothing. Rank 0
+  // adds them up in segment order: the result of one process, to the byte.
+  int rank = 0, ranks = 1;
+  using Parts = std::vector<std::pair<uint64_t, std::string>>;
+  std::function<Result<Parts>(const Parts&)> gather;
 };
 
 struct StreamReport {
@@ -44,7 +58,8 @@ struct StreamReport {
   uint64_t most_messages_held = 0;
 };
 
-// Params::threads segments are nested at once, each on one thread.
+// Params::threads segments are nested at once, each on one thread. Under
+// several ranks, only rank 0's result is the trace's; the others' is empty.
 Result<NestingResult> RunNestingStream(trace::TraceReader& reader,
                                        const Params& params,
                                        const StreamOptions& options,

@@ -12,6 +12,9 @@ PACKAGES=(
   # libraries
   libpcap-dev libfftw3-dev libboost-program-options-dev libgraphviz-dev
   nlohmann-json3-dev libzstd-dev zlib1g-dev libdeflate-dev libnghttp2-dev
+  # nest's MPI driver (-DBBPROF_MPI=ON, as the release preset builds) and
+  # its two-rank test
+  openmpi-bin libopenmpi-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
   time  # /usr/bin/time -v: peak memory in bench/

@@ -5,6 +5,7 @@
 // across a segment's edge keep their shape; a request longer than the
 // overlap is cut, as at the end of a capture.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdint>
@@ -228,5 +229,62 @@ TEST(NestStreamTest, BadSearchFlagsAreRefused) {
             0)
       << out;
 }
+
+#ifdef BBPROF_MPI
+// The MPI driver (nesting/mpi_driver.h): two and three ranks on this
+// machine, over loopback TCP only, give the bytes one process gives with
+// --search stream, segments or not; a bad trace fails on every rank with
+// its FILE:LINE and no hang; what needs one process is refused.
+int RunMpi(int ranks, const std::string& args, std::string* out) {
+  // Root may run mpirun only when told so (CI runs as root).
+  const std::string cmd =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 "
+      "mpirun -np " +
+      std::to_string(ranks) +
+      " --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo "
+      "--mca oob_tcp_if_include lo " +
+      std::string(BBPROF_BINARY) + " " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
+  const int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(NestMpiTest, RanksGiveTheBytesOfOneProcess) {
+  TempDir dir;
+  const std::string many = Maketrace(dir, "multitier-normal", 100000);
+  const std::string small =
+      std::string(BBPROF_SOURCE_DIR) + "/samples/multitier-small.trace";
+  for (const auto& [trace, flags] :
+       std::vector<std::pair<std::string, std::string>>{
+           {many, "--segment-messages 7000 --threads 1"},
+           {many, "--segment-messages 7000 --threads 2"},
+           {small, ""}}) {
+    const nlohmann::json one = Nest(trace + " -q --search stream " + flags);
+    for (int ranks : {2, 3}) {
+      std::string out;
+      const std::string json = dir.File("mpi.json");
+      ASSERT_EQ(RunMpi(ranks, "nest " + trace + " -q " + flags + " --json " + json,
+                       &out),
+                0)
+          << out;
+      EXPECT_EQ(nlohmann::json::parse(ReadFile(json)).dump(), one.dump())
+          << trace << " " << flags << " on " << ranks << " ranks";
+    }
+  }
+  std::string out;
+  const std::string bad = dir.Write(
+      "bad.trace", "0.000 CALL a b 1\n0.001 RET b a 1\n0.002 BOGUS a b\n");
+  EXPECT_EQ(RunMpi(2, "nest " + bad, &out), 1) << out;
+  EXPECT_NE(out.find("bad.trace:3"), std::string::npos) << out;
+  EXPECT_EQ(RunMpi(2, "nest " + small + " --search memory", &out), 1) << out;
+  EXPECT_NE(out.find("under mpirun, nest streams the trace"), std::string::npos)
+      << out;
+}
+#endif
 
 }  // namespace

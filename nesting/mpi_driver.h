@@ -1,0 +1,34 @@
+// The MPI driver of the nesting algorithm (issue 17, "across machines"):
+// `mpirun -np N bbprof nest TRACE` splits the stream driver's segments
+// (stream_driver.h) among N processes. Every rank reads the trace (on
+// shared storage) and nests the segments k with k % N == its rank, on
+// --threads segments at once; the segments' patterns and counts go to rank
+// 0 in one gather, and rank 0 adds them up in segment order and writes
+// every output. The result is the bytes one process writes with
+// --search stream. Built with -DBBPROF_MPI=ON (Open MPI from Debian);
+// docs/nesting.md, "Across machines: MPI", says what crosses the network.
+#ifndef BBPROF_NESTING_MPI_DRIVER_H_
+#define BBPROF_NESTING_MPI_DRIVER_H_
+
+#include "base/status.h"
+#include "nesting/nesting.h"
+#include "nesting/stream_driver.h"
+#include "trace/reader.h"
+
+namespace bbprof::nesting {
+
+// Whether this process was started by mpirun (or another MPI launcher) as
+// one of two or more ranks: what its environment says, before MPI starts.
+bool MpiLaunched();
+
+// The stream driver across the MPI job's ranks. Starts MPI on the first
+// call (it is finalized at exit). *rank gets this process's rank: only rank
+// 0's result is the trace's; the others' is empty.
+Result<NestingResult> RunNestingMpi(trace::TraceReader& reader,
+                                    const Params& params,
+                                    StreamOptions options,
+                                    StreamReport* report, int* rank);
+
+}  // namespace bbprof::nesting
+
+#endif  // BBPROF_NESTING_MPI_DRIVER_H_
