@@ -4,8 +4,8 @@
 # numeric ids), nested with `--search stream` on one thread and on two, with
 # wall time, user time and peak memory (/usr/bin/time); then the in-memory
 # run of the trace's first 2 M messages (maketrace with --messages 2000000
-# and the same seed writes exactly those), and each top pattern's share in
-# both. With IN_MEMORY=1 the whole trace is also nested in memory (only for
+# and the same seed writes the same messages but for the requests in flight
+# at its end), and each top pattern's share in both. With IN_MEMORY=1 the whole trace is also nested in memory (only for
 # N that fits: about 50 bytes a message).
 #
 #   bench/nest_stream_bench.sh [N]      (default 1000000000: 10 GB of trace)
@@ -24,7 +24,7 @@ conf="$here/samples/multitier-long.conf"
 
 "$bbprof" maketrace "$conf" -q --seed 1 --messages "$n" -o "$work/big.bbt"
 "$bbprof" maketrace "$conf" -q --seed 1 --messages 2000000 -o "$work/first.bbt"
-ls -l "$work/big.bbt" | awk '{printf "trace: %d bytes\n", $5}'
+echo "trace: $(stat -c %s "$work/big.bbt") bytes"
 
 run() {  # label, then nest's arguments
   label=$1

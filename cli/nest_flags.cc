@@ -199,7 +199,8 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
                                          const std::string& path,
                                          const NestSetup& setup,
                                          nesting::DetailedResult* detail,
-                                         bool labels, int* mpi_rank) {
+                                         bool labels,
+                                         [[maybe_unused]] int* mpi_rank) {
   auto reader = OpenNamedInput(path, setup.reader, setup.naming);
   if (!reader.ok()) return reader.status();
   Result<nesting::NestingResult> result = Status::Error("nest: not run");
