@@ -56,9 +56,9 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       "oldest is dropped as unmatched (pending_calls_evicted; 0: no limit)")(
       "threads", po::value<std::string>()->default_value("auto"),
       "threads for the passes that split with an exact merge (parent "
-      "choice, timeline passes, pattern table): 1 to 256, or auto (the "
-      "cores this process may use, at most 8); the result is the same for "
-      "every count")(
+      "choice, timeline passes, pattern table), or, streamed, segments "
+      "nested at once: 1 to 256, or auto (the cores this process may use, "
+      "at most 8); the result is the same for every count")(
       "search", po::value<std::string>()->default_value("auto"),
       "how the trace is held: 'memory' (whole, every pass over every call), "
       "'stream' (in segments of --segment-messages, each nested on its own "
