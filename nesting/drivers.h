@@ -25,6 +25,11 @@ struct AssignedSegment {
 Status AssignSegment(trace::TraceReader& reader, const Params& params,
                      AssignedSegment* out);
 
+// What the input was, once `reader` is at its end: its path, the bytes read
+// and their CRC-32, the node names and those folded, the "#meta" lines
+// (at most kMaxInputMeta of kMaxInputMetaChars), into `in`.
+void TakeReaderStats(trace::TraceReader& reader, InputStats* in);
+
 }  // namespace bbprof::nesting
 
 #endif  // BBPROF_NESTING_DRIVERS_H_

@@ -49,7 +49,7 @@ class MemoryDriver {
 
   // Steps 1-4 and the refinements: every call's parent, in the table, at
   // the times as stamped; the result's parameters, skew and clocks (its
-  // input counts are taken at the end of Run).
+  // input counts, stats(), are the caller's to take).
   Status Assign(NestingResult* result) {
     BBPROF_RETURN_IF_ERROR(ReadPairs());
     FoldExternalClients(params_, &table_);
@@ -70,11 +70,6 @@ class MemoryDriver {
     result->params = params_;
     result->skew = std::move(skew.skew);
     result->clock_offsets = std::move(skew.clock_offsets);
-    for (const std::string& m : reader_.meta()) {
-      if (result->input.meta.size() == kMaxInputMeta) break;
-      result->input.meta.push_back(m.substr(0, kMaxInputMetaChars));
-    }
-    stats_.meta = result->input.meta;
     return Status::Ok();
   }
 
@@ -130,14 +125,7 @@ class MemoryDriver {
     progress.Finish();
     if (!reader_.status().ok()) return reader_.status();
     pairer.Finish();
-    stats_.path = reader_.path();
-    stats_.bytes = reader_.raw_bytes_read();
-    if (std::optional<uint32_t> crc = reader_.raw_crc32()) {
-      stats_.crc32 = *crc;
-      stats_.has_crc32 = true;
-    }
-    stats_.nodes = reader_.nodes().size();
-    stats_.node_names_folded = reader_.nodes().folded();
+    TakeReaderStats(reader_, &stats_);
     table_.names.reserve(reader_.nodes().size());
     for (size_t i = 0; i < reader_.nodes().size(); ++i) {
       table_.names.emplace_back(
@@ -268,6 +256,22 @@ Status CheckParams(const Params& params) {
 }
 
 }  // namespace
+
+void TakeReaderStats(trace::TraceReader& reader, InputStats* in) {
+  in->path = reader.path();
+  in->bytes = reader.raw_bytes_read();
+  if (std::optional<uint32_t> crc = reader.raw_crc32()) {
+    in->crc32 = *crc;
+    in->has_crc32 = true;
+  }
+  in->nodes = reader.nodes().size();
+  in->node_names_folded = reader.nodes().folded();
+  in->meta.clear();
+  for (const std::string& m : reader.meta()) {
+    if (in->meta.size() == kMaxInputMeta) break;
+    in->meta.push_back(m.substr(0, kMaxInputMetaChars));
+  }
+}
 
 Status AssignSegment(trace::TraceReader& reader, const Params& params,
                      AssignedSegment* out) {

@@ -22,6 +22,7 @@ namespace {
 // Adds `count` instances of total latency `latency_ns` to the bucket of
 // `at`, growing the timeline at either end.
 void AddBuckets(TimeNs at, uint64_t count, TimeNs latency_ns, Timeline* t) {
+  // Floor division: capture times are positive, but stay exact anyway.
   TimeNs q = at / t->bucket_ns;
   if (at % t->bucket_ns < 0) --q;
   TimeNs start = q * t->bucket_ns;
@@ -426,8 +427,18 @@ void MergeNode(const PatternNode& later, PatternNode* node) {
   }
 }
 
-// A timeline moved to buckets of `bucket` ns (a multiple-free coarsening:
-// each old bucket goes whole to the new bucket holding its start).
+// Every instance of `from` into the bucket of `into` that holds the start of
+// its own bucket (a coarser bucket, in the stream driver's merge, takes a
+// finer one whole).
+void AddTimeline(const Timeline& from, Timeline* into) {
+  for (size_t i = 0; i < from.counts.size(); ++i) {
+    if (from.counts[i] == 0) continue;
+    AddBuckets(from.start_ns + static_cast<TimeNs>(i) * from.bucket_ns,
+               from.counts[i], from.latency_sum_ns[i], into);
+  }
+}
+
+// A timeline moved to buckets of `bucket` ns.
 void Rebucket(TimeNs bucket, Timeline* t) {
   if (t->bucket_ns == bucket || t->counts.empty()) {
     t->bucket_ns = bucket;
@@ -435,14 +446,9 @@ void Rebucket(TimeNs bucket, Timeline* t) {
   }
   Timeline out;
   out.bucket_ns = bucket;
-  for (size_t i = 0; i < t->counts.size(); ++i) {
-    if (t->counts[i] == 0) continue;
-    AddBuckets(t->start_ns + static_cast<TimeNs>(i) * t->bucket_ns,
-               t->counts[i], t->latency_sum_ns[i], &out);
-  }
+  AddTimeline(*t, &out);
   *t = std::move(out);
 }
-
 
 }  // namespace
 
@@ -485,14 +491,7 @@ void PatternMerger::Add(std::vector<Pattern>&& part) {
     const TimeNs bucket =
         std::max(pat.timeline.bucket_ns, later.timeline.bucket_ns);
     Rebucket(bucket, &pat.timeline);
-    Rebucket(bucket, &later.timeline);
-    for (size_t i = 0; i < later.timeline.counts.size(); ++i) {
-      if (later.timeline.counts[i] == 0) continue;
-      AddBuckets(later.timeline.start_ns +
-                     static_cast<TimeNs>(i) * later.timeline.bucket_ns,
-                 later.timeline.counts[i], later.timeline.latency_sum_ns[i],
-                 &pat.timeline);
-    }
+    AddTimeline(later.timeline, &pat.timeline);
   }
 }
 

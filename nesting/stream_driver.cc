@@ -445,27 +445,10 @@ class StreamDriver {
     BBPROF_RETURN_IF_ERROR(FindCallPaths(a.table, params_.group_by_op,
                                          params_.threads, &r.input,
                                          &r.patterns, &root_pattern));
-    FillReaderStats(&r.input);
+    TakeReaderStats(reader_, &r.input);
     SortPatterns(r.patterns, r.sort);
     single_ = std::move(r);
     return Status::Ok();
-  }
-
-  // The input's counts that come from the reader, not from a segment.
-  void FillReaderStats(InputStats* in) const {
-    in->path = reader_.path();
-    in->bytes = reader_.raw_bytes_read();
-    if (std::optional<uint32_t> crc = reader_.raw_crc32()) {
-      in->crc32 = *crc;
-      in->has_crc32 = true;
-    }
-    in->nodes = reader_.nodes().size();
-    in->node_names_folded = reader_.nodes().folded();
-    in->meta.clear();
-    for (const std::string& m : reader_.meta()) {
-      if (in->meta.size() == kMaxInputMeta) break;
-      in->meta.push_back(m.substr(0, kMaxInputMetaChars));
-    }
   }
 
   // A complete segment to be nested: here, or by a worker. The workers'
@@ -622,7 +605,7 @@ class StreamDriver {
       r.clock_offsets.push_back({node, c.offset_s / k, c.drift_ppm / k});
     }
     InputStats& in = r.input;
-    FillReaderStats(&in);
+    TakeReaderStats(reader_, &in);
     in.messages = messages_;
     in.free_messages = free_messages_;
     in.call_pairs = pairs_;
