@@ -30,7 +30,18 @@ void LogHistogram::Add(trace::TimeNs value) {
   }
   ++count_;
   sum_ns_ += static_cast<double>(value);
-  ++bins_[BinOf(value)];
+  const int bin = BinOf(value);
+  // Latencies repeat: many values fall in the bin of the one before.
+  if (last_ < bins_.size() && bins_[last_].first == bin) {
+    ++bins_[last_].second;
+    return;
+  }
+  auto it = std::lower_bound(
+      bins_.begin(), bins_.end(), bin,
+      [](const std::pair<int, uint64_t>& e, int b) { return e.first < b; });
+  if (it == bins_.end() || it->first != bin) it = bins_.insert(it, {bin, 0});
+  ++it->second;
+  last_ = static_cast<size_t>(it - bins_.begin());
 }
 
 void LogHistogram::Merge(const LogHistogram& other) {
@@ -44,7 +55,24 @@ void LogHistogram::Merge(const LogHistogram& other) {
   }
   count_ += other.count_;
   sum_ns_ += other.sum_ns_;
-  for (const auto& [bin, n] : other.bins_) bins_[bin] += n;
+  // Both sorted: one merge of the two runs.
+  std::vector<std::pair<int, uint64_t>> merged;
+  merged.reserve(bins_.size() + other.bins_.size());
+  auto a = bins_.begin();
+  auto b = other.bins_.begin();
+  while (a != bins_.end() || b != other.bins_.end()) {
+    if (b == other.bins_.end() || (a != bins_.end() && a->first < b->first)) {
+      merged.push_back(*a++);
+    } else if (a == bins_.end() || b->first < a->first) {
+      merged.push_back(*b++);
+    } else {
+      merged.emplace_back(a->first, a->second + b->second);
+      ++a;
+      ++b;
+    }
+  }
+  bins_ = std::move(merged);
+  last_ = 0;
 }
 
 double LogHistogram::mean_s() const {

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -651,6 +654,53 @@ TEST(NestingTest, HistogramQuantilesAreWithinOnePercent) {
   EXPECT_NEAR(s.p50, 0.500, 0.500 * 0.011);
   EXPECT_NEAR(s.p90, 0.900, 0.900 * 0.011);
   EXPECT_NEAR(s.p99, 0.990, 0.990 * 0.011);
+}
+
+// The bins are a sorted array filled in any order (Add searches and
+// inserts) and merged by the stream driver: the order values come in, and
+// how they are split among histograms merged afterwards, change nothing.
+TEST(NestingTest, HistogramBinsDoNotDependOnOrderOrMerging) {
+  std::mt19937_64 rng(7);
+  std::vector<trace::TimeNs> values;
+  for (int i = 0; i < 20000; ++i) {
+    // Latencies over six decades, some repeated, some negative (own time
+    // under skew), some zero.
+    auto v = static_cast<trace::TimeNs>(
+        std::exp(std::uniform_real_distribution<double>(0, 14)(rng)));
+    if (i % 7 == 0) v = -v;
+    if (i % 11 == 0) v = 0;
+    if (i % 3 == 0 && !values.empty()) v = values.back();
+    values.push_back(v);
+  }
+  std::vector<trace::TimeNs> sorted = values;
+  std::sort(sorted.begin(), sorted.end());
+  LogHistogram in_order, shuffled, first_half, second_half;
+  for (auto v : sorted) in_order.Add(v);
+  for (auto v : values) shuffled.Add(v);
+  for (size_t i = 0; i < values.size(); ++i)
+    (i % 3 == 0 ? first_half : second_half).Add(values[i]);
+  LogHistogram merged;
+  merged.Merge(first_half);
+  merged.Merge(second_half);
+  LogHistogram::State a = in_order.state();
+  ASSERT_EQ(a.count, values.size());
+  uint64_t total = 0;
+  for (const auto& [bin, n] : a.bins) total += n;
+  EXPECT_EQ(total, values.size());
+  EXPECT_GT(a.bins.size(), 1000u);
+  for (const LogHistogram* h : {&shuffled, &merged}) {
+    LogHistogram::State b = h->state();
+    EXPECT_EQ(b.bins, a.bins);
+    EXPECT_EQ(b.min, a.min);
+    EXPECT_EQ(b.max, a.max);
+    for (double q : {0.01, 0.25, 0.5, 0.9, 0.99})
+      EXPECT_EQ(h->Quantile(q), in_order.Quantile(q)) << q;
+  }
+  // And back from its state, exactly.
+  LogHistogram back = LogHistogram::FromState(shuffled.state());
+  EXPECT_EQ(back.state().bins, a.bins);
+  back.Add(sorted.front());
+  EXPECT_EQ(back.count(), values.size() + 1);
 }
 
 TEST(NestingTest, EvaluationOfTheTruthAgainstItselfIsPerfectOnASimpleTrace) {
