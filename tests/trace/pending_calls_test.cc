@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "tests/util/temp_dir.h"
@@ -47,6 +48,32 @@ TEST(PendingCallsTest, NumericAndTextCallidsAreDifferentKeys) {
   std::string numeric, text = Key(1, 2, "==");
   PendingCallKey(1, 2, r, &numeric);
   EXPECT_NE(numeric, text);
+}
+
+// A numeric callid keeps only its significant bytes: keys stay short enough
+// for std::string's inline buffer (no allocation per pending call) and
+// still tell every number, and every text, apart.
+TEST(PendingCallsTest, NumericKeysAreShortAndDistinct) {
+  std::set<std::string> keys;
+  for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{255}, uint64_t{256},
+                     uint64_t{0x3d}, uint64_t{0x3d3d}, (uint64_t{1} << 48) - 1,
+                     uint64_t{1} << 48, ~uint64_t{0}}) {
+    Record r;
+    r.callid_is_number = true;
+    r.callid_number = v;
+    std::string k;
+    PendingCallKey(1, 2, r, &k);
+    if (v < (uint64_t{1} << 48)) {
+      EXPECT_LE(k.size(), 15u) << v;
+    }
+    EXPECT_TRUE(keys.insert(k).second) << v;
+  }
+  for (std::string_view text : {"", "=", "0", "1", "==", "\x01"}) {
+    EXPECT_TRUE(keys.insert(Key(1, 2, text)).second) << text;
+  }
+  // The same callid between other nodes, or the other way round, differs.
+  EXPECT_TRUE(keys.insert(Key(2, 1, "1")).second);
+  EXPECT_TRUE(keys.insert(Key(1, 3, "1")).second);
 }
 
 // Past the limit the oldest pending call goes, whatever its key; a return
