@@ -110,6 +110,13 @@ class MemoryDriver {
   // pairer (ReadAhead): the pairer sees the same records in the same order.
   Status ReadPairs() {
     CallPairer pairer(params_, reader_.path(), &table_, &stats_, labels_);
+    // A call and its return are two records: a segment of n records has at
+    // most about n / 2 pairs. Sized once, the table is never copied while
+    // it grows (those copies were 3.5% of streamed nest's profile).
+    if (const uint64_t n = reader_.records_expected(); n > 0) {
+      table_.pairs.reserve(n / 2 + 1);
+      table_.ret_order.reserve(n / 2 + 1);
+    }
     Progress progress("nest: reading",
                       progress_ ? trace::FileSizeOrZero(reader_.path()) : 0,
                       !progress_);

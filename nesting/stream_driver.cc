@@ -94,8 +94,10 @@ class SegmentReader : public trace::TraceReader {
                 std::vector<std::string> meta, std::deque<Chunk> chunks)
       : TraceReader(path, std::move(nodes)), chunks_(std::move(chunks)) {
     meta_ = std::move(meta);
+    for (const Chunk& c : chunks_) records_ += c.records.size();
   }
   uint64_t raw_bytes_read() const override { return 0; }
+  uint64_t records_expected() const override { return records_; }
 
  protected:
   bool Advance(trace::Record& rec) override {
@@ -124,6 +126,7 @@ class SegmentReader : public trace::TraceReader {
  private:
   std::deque<Chunk> chunks_;
   size_t next_ = 0;
+  uint64_t records_ = 0;
 };
 
 // What a nested segment hands to the merge.

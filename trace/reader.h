@@ -74,6 +74,10 @@ class TraceReader {
   // libpcap). Once the reader is at its end, with raw_bytes_read() this
   // names the input exactly.
   virtual std::optional<uint32_t> raw_crc32() const { return std::nullopt; }
+  // How many records the reader will give in all, when it knows beforehand
+  // (nest's stream driver hands each segment over already read); 0: not
+  // known. Lets a consumer size its tables once instead of growing them.
+  virtual uint64_t records_expected() const { return 0; }
 
  protected:
   TraceReader(std::string path, std::shared_ptr<NodeTable> nodes)
