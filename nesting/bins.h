@@ -175,6 +175,61 @@ class FlatIndex {
   std::vector<Slot> slots_{Slot{0, kMissing}};  // empty: value kMissing
 };
 
+// A growing map from 64-bit keys to dense indices 0, 1, 2... in the order
+// the keys were first inserted, where what each key counts lives in the
+// caller's arrays under its index. The timeline passes count into three of
+// these once per gap and per child set of every call (the
+// std::unordered_maps they replace allocated a node per key and chased a
+// pointer per lookup). Iteration is by index: insertion order, the input's.
+class KeyIndex {
+ public:
+  static constexpr uint32_t kMissing = 0xFFFFFFFFu;
+  // The key's index, and whether the key was new.
+  std::pair<uint32_t, bool> Insert(uint64_t key) {
+    if (2 * (keys_.size() + 1) > slots_.size()) Grow();
+    size_t i = Hash(key) & mask_;
+    for (; slots_[i].index != kMissing; i = (i + 1) & mask_) {
+      if (slots_[i].key == key) return {slots_[i].index, false};
+    }
+    const auto index = static_cast<uint32_t>(keys_.size());
+    slots_[i] = {key, index};
+    keys_.push_back(key);
+    return {index, true};
+  }
+  uint32_t Find(uint64_t key) const {
+    if (keys_.empty()) return kMissing;
+    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.index == kMissing) return kMissing;
+      if (s.key == key) return s.index;
+    }
+  }
+  size_t size() const { return keys_.size(); }
+  uint64_t key(uint32_t index) const { return keys_[index]; }
+
+ private:
+  struct Slot {
+    uint64_t key;
+    uint32_t index;
+  };
+  static size_t Hash(uint64_t k) {
+    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ULL) >> 17);
+  }
+  void Grow() {
+    const size_t cap = slots_.empty() ? 16 : 2 * slots_.size();
+    slots_.assign(cap, Slot{0, kMissing});
+    mask_ = cap - 1;
+    for (uint32_t index = 0; index < keys_.size(); ++index) {
+      size_t i = Hash(keys_[index]) & mask_;
+      while (slots_[i].index != kMissing) i = (i + 1) & mask_;
+      slots_[i] = {keys_[index], index};
+    }
+  }
+  std::vector<Slot> slots_;
+  std::vector<uint64_t> keys_;
+  size_t mask_ = 0;
+};
+
 }  // namespace bbprof::nesting
 
 #endif  // BBPROF_NESTING_BINS_H_

@@ -53,7 +53,8 @@ class TimelineModel {
               ChooseByTimeline(scratch, child, previous);
           // The swap was made and undone when it was scored, so it can
           // be made again.
-          if (choice.group && SwapGroups(child, previous, choice.parent)) {
+          if (choice.group &&
+              SwapGroups(scratch, child, previous, choice.parent)) {
             continue;
           }
           if (choice.swap != kNone) {
@@ -189,6 +190,7 @@ class TimelineModel {
     std::vector<int> order;                                   // ChainBursts
     std::vector<int> returned;                                // ChainReturns
     std::vector<uint32_t> group, saved_p, saved_r;            // group swaps
+    std::vector<uint32_t> all, from_p, from_r;  // SwapGroups, GroupOf
   };
 
   // Calls gap(key, delay) for each child, set(context, multiset) for each
@@ -417,13 +419,17 @@ class TimelineModel {
   // What learning counts: per gap key a histogram of delays and its total,
   // per multiset (its hash includes its context) the context and a count,
   // per context a total. Counts only, in doubles: integers, so the sums of
-  // parts are exact in any order.
+  // parts are exact in any order. Each KeyIndex numbers its keys; what a
+  // key counts sits at its number in the arrays after it.
   struct alignas(64) LearnCounts {
-    std::unordered_map<uint64_t, uint32_t> gap_index;
+    KeyIndex gap_index;
     std::vector<double> totals;
     std::vector<std::vector<double>> counts;
-    std::unordered_map<uint64_t, std::pair<uint64_t, double>> set_count;
-    std::unordered_map<uint64_t, double> set_total;
+    KeyIndex sets;
+    std::vector<uint64_t> set_context;
+    std::vector<double> set_count;
+    KeyIndex contexts;
+    std::vector<double> context_total;
     // Per chain key, how many groups (bursts, return chains) had each size
     // (index: size).
     std::unordered_map<uint64_t, std::vector<double>> group_sizes;
@@ -436,18 +442,15 @@ class TimelineModel {
     auto& gap_index = out->gap_index;
     auto& totals = out->totals;
     auto& counts = out->counts;
-    auto& set_count = out->set_count;
-    auto& set_total = out->set_total;
     std::vector<std::pair<uint64_t, int>> groups;
     auto add = [&](uint64_t key, TimeNs delay) {
-      auto [it, inserted] =
-          gap_index.try_emplace(key, static_cast<uint32_t>(counts.size()));
+      const auto [k, inserted] = gap_index.Insert(key);
       if (inserted) {
         counts.emplace_back(static_cast<size_t>(scale_.size()), 0.0);
         totals.push_back(0);
       }
-      counts[it->second][scale_.Bin(delay)] += 1;
-      totals[it->second] += 1;
+      counts[k][scale_.Bin(delay)] += 1;
+      totals[k] += 1;
     };
     for (uint32_t i = begin; i < end; ++i) {
       const Pair& p = pairs_[i];
@@ -455,10 +458,8 @@ class TimelineModel {
       ForEachTerm(
           scratch, i, kNone, kNone, add,
           [&](uint64_t context, uint64_t set) {
-            auto& [set_context, count] = set_count[set];
-            set_context = context;
-            ++count;
-            ++set_total[context];
+            AddSet(set, context, 1, out);
+            AddContext(context, 1, out);
           },
           add, &groups);
       for (const auto& [key, size] : groups) {
@@ -470,27 +471,47 @@ class TimelineModel {
     }
   }
 
+  // A multiset seen `n` more times, in `context` (the latest one kept, as
+  // one pass over the parents in order keeps it).
+  static void AddSet(uint64_t set, uint64_t context, double n,
+                     LearnCounts* out) {
+    const auto [k, inserted] = out->sets.Insert(set);
+    if (inserted) {
+      out->set_context.push_back(context);
+      out->set_count.push_back(n);
+      return;
+    }
+    out->set_context[k] = context;
+    out->set_count[k] += n;
+  }
+  static void AddContext(uint64_t context, double n, LearnCounts* out) {
+    const auto [k, inserted] = out->contexts.Insert(context);
+    if (inserted) {
+      out->context_total.push_back(n);
+    } else {
+      out->context_total[k] += n;
+    }
+  }
+
   // Adds the counts of a later part of the parents to `into`.
   static void MergeCounts(LearnCounts&& from, LearnCounts* into) {
-    for (const auto& [key, k] : from.gap_index) {
-      auto [it, inserted] = into->gap_index.try_emplace(
-          key, static_cast<uint32_t>(into->counts.size()));
+    for (uint32_t k = 0; k < from.gap_index.size(); ++k) {
+      const auto [to_k, inserted] =
+          into->gap_index.Insert(from.gap_index.key(k));
       if (inserted) {
         into->counts.push_back(std::move(from.counts[k]));
         into->totals.push_back(from.totals[k]);
         continue;
       }
-      std::vector<double>& to = into->counts[it->second];
+      std::vector<double>& to = into->counts[to_k];
       for (size_t b = 0; b < to.size(); ++b) to[b] += from.counts[k][b];
-      into->totals[it->second] += from.totals[k];
+      into->totals[to_k] += from.totals[k];
     }
-    for (const auto& [set, context_count] : from.set_count) {
-      auto& [context, count] = into->set_count[set];
-      context = context_count.first;  // the latest part's, as one pass has
-      count += context_count.second;
+    for (uint32_t k = 0; k < from.sets.size(); ++k) {
+      AddSet(from.sets.key(k), from.set_context[k], from.set_count[k], into);
     }
-    for (const auto& [context, total] : from.set_total) {
-      into->set_total[context] += total;
+    for (uint32_t k = 0; k < from.contexts.size(); ++k) {
+      AddContext(from.contexts.key(k), from.context_total[k], into);
     }
     for (const auto& [key, sizes] : from.group_sizes) {
       auto& to = into->group_sizes[key];
@@ -515,11 +536,9 @@ class TimelineModel {
       MergeCounts(std::move(part_counts[part]), &part_counts[0]);
     }
     LearnCounts& learned = part_counts[0];
-    auto& gap_index = learned.gap_index;
+    const KeyIndex& gap_index = learned.gap_index;
     auto& totals = learned.totals;
     auto& counts = learned.counts;
-    auto& set_count = learned.set_count;
-    auto& set_total = learned.set_total;
     // Smooth each density a little (a bin is 5% of the delay; a few
     // thousand samples leave gaps between neighbouring bins) and turn it
     // into log density per nanosecond, with the prior's pseudo-observation.
@@ -536,24 +555,32 @@ class TimelineModel {
             (smooth[b] + 1.0 / bins) / (totals[k] + 1.0) * scale_.InvWidth(b)));
       }
     }
-    std::vector<std::pair<uint64_t, uint32_t>> items(gap_index.begin(),
-                                                     gap_index.end());
+    std::vector<std::pair<uint64_t, uint32_t>> items;
+    items.reserve(gap_index.size());
+    for (uint32_t k = 0; k < gap_index.size(); ++k) {
+      items.emplace_back(gap_index.key(k), k);
+    }
     gap_index_.Build(items);
     ChooseChains(learned, std::move(items));
     items.clear();
     // A multiset never seen after this anchor gets half an observation.
     log_p_.clear();
-    for (const auto& [set, context_count] : set_count) {
-      const auto& [context, count] = context_count;
-      items.emplace_back(set, static_cast<uint32_t>(log_p_.size()));
+    // (Every set's context was counted with it, so Find finds it.)
+    for (uint32_t k = 0; k < learned.sets.size(); ++k) {
+      const double total =
+          learned.context_total[learned.contexts.Find(learned.set_context[k])];
+      items.emplace_back(learned.sets.key(k),
+                         static_cast<uint32_t>(log_p_.size()));
       log_p_.push_back(static_cast<float>(
-          std::log((count + 0.5) / (set_total[context] + 1.0))));
+          std::log((learned.set_count[k] + 0.5) / (total + 1.0))));
     }
     set_index_.Build(items);
     items.clear();
-    for (const auto& [context, total] : set_total) {
-      items.emplace_back(context, static_cast<uint32_t>(log_p_.size()));
-      log_p_.push_back(static_cast<float>(std::log(0.5 / (total + 1.0))));
+    for (uint32_t k = 0; k < learned.contexts.size(); ++k) {
+      items.emplace_back(learned.contexts.key(k),
+                         static_cast<uint32_t>(log_p_.size()));
+      log_p_.push_back(
+          static_cast<float>(std::log(0.5 / (learned.context_total[k] + 1.0))));
     }
     unseen_index_.Build(items);
     score_cache_.assign(pairs_.size(), std::numeric_limits<float>::quiet_NaN());
@@ -691,9 +718,9 @@ class TimelineModel {
                            from == kDuration ? kReturnChain : kBurst, to));
       if (it == fits.end()) continue;
       it->second.groups += learned.totals[k];
-      auto later = learned.gap_index.find(key | kLater);
-      if (later != learned.gap_index.end()) {
-        it->second.unchained += loo(k, learned.counts[later->second]);
+      const uint32_t later = learned.gap_index.Find(key | kLater);
+      if (later != KeyIndex::kMissing) {
+        it->second.unchained += loo(k, learned.counts[later]);
       }
     }
     std::vector<std::pair<uint64_t, uint32_t>> chained;
@@ -1119,14 +1146,18 @@ class TimelineModel {
   // would close.
   // `starts`, if given: the first call of each group moved (the one that
   // was at previous, with child; the one that was at r, -1 if empty).
-  bool SwapGroups(uint32_t child, uint32_t previous, uint32_t r,
-                  std::pair<TimeNs, TimeNs>* starts = nullptr) {
+  // (Its lists live in the thread's scratch: it runs for every group swap
+  // tried, and allocating them each time cost 5% of nest's time on a
+  // real-stack capture with a chained edge.)
+  bool SwapGroups(Scratch& scratch, uint32_t child, uint32_t previous,
+                  uint32_t r, std::pair<TimeNs, TimeNs>* starts = nullptr) {
     const uint32_t e = edge_of_[child];
     auto size_it = group_size_.find(PairKey(edge_of_[previous], e));
     const size_t size = size_it == group_size_.end() ? 0 : size_it->second;
-    std::vector<uint32_t> from_p, from_r;
-    GroupOf(previous, e, child, size, &from_p);
-    GroupOf(r, e, kNone, size, &from_r);
+    std::vector<uint32_t>& from_p = scratch.from_p;
+    std::vector<uint32_t>& from_r = scratch.from_r;
+    GroupOf(previous, e, child, size, &scratch.all, &from_p);
+    GroupOf(r, e, kNone, size, &scratch.all, &from_r);
     for (uint32_t c : from_p) {
       if (!IsCandidate(c, r) || WouldCycle(*table_, c, r)) return false;
     }
@@ -1168,9 +1199,12 @@ class TimelineModel {
   // more than `size` (the usual group on the edge, see LearnGroupOrder),
   // otherwise the `size` consecutive ones in return order, holding
   // `extra` if given, that return closest together (ties to the first).
+  // `all` is working space.
   void GroupOf(uint32_t p, uint32_t e, uint32_t extra, size_t size,
+               std::vector<uint32_t>* all_space,
                std::vector<uint32_t>* out) const {
-    std::vector<uint32_t> all;
+    std::vector<uint32_t>& all = *all_space;
+    all.clear();
     for (uint32_t c = pairs_[p].first_child; c != kNone;
          c = pairs_[c].next_sibling) {
       if (edge_of_[c] == e) all.push_back(c);
@@ -1248,7 +1282,7 @@ class TimelineModel {
       saved_r.push_back(c);
     }
     std::pair<TimeNs, TimeNs> starts;
-    if (!SwapGroups(child, previous, r, &starts)) {
+    if (!SwapGroups(scratch, child, previous, r, &starts)) {
       score_cache_[previous] = cached_p;
       score_cache_[r] = cached_r;
       return -std::numeric_limits<double>::infinity();
