@@ -122,33 +122,37 @@ class Penalties {
   double LogAmong(const CallTable& table, const uint32_t* siblings, size_t n,
                   const Pair& c) const {
     if (!any_) return 0.0;
-    int overlap = 0, same = 0;
-    const size_t scan = std::min<size_t>(n, kPenaltyScan);
-    for (size_t i = n - scan; i < n; ++i) {
-      const Pair& sib = table.pairs[siblings[i]];
-      if (sib.callee == c.callee) ++same;
-      if (sib.call < c.ret && c.call < sib.ret) ++overlap;
-    }
-    return -overlap_ * Log1p(overlap) - same_ * Log1p(same) -
-           generic_ * Log1p(static_cast<int>(scan));
+    return LogOver(c, [&](auto&& visit) {
+      for (size_t i = n - std::min<size_t>(n, kPenaltyScan); i < n; ++i) {
+        visit(table.pairs[siblings[i]]);
+      }
+    });
   }
   double Log(const CallTable& table, const Pair& p, const Pair& c,
              uint32_t exclude = kNone) const {
     if (!any_) return 0.0;
-    int overlap = 0, same = 0, any = 0, scanned = 0;
-    for (uint32_t s = p.first_child; s != kNone && scanned < kPenaltyScan;
-         s = table.pairs[s].next_sibling, ++scanned) {
-      if (s == exclude) continue;
-      const Pair& sib = table.pairs[s];
-      ++any;
-      if (sib.callee == c.callee) ++same;
-      if (sib.call < c.ret && c.call < sib.ret) ++overlap;
-    }
-    return -overlap_ * Log1p(overlap) - same_ * Log1p(same) -
-           generic_ * Log1p(any);
+    return LogOver(c, [&](auto&& visit) {
+      int scanned = 0;
+      for (uint32_t s = p.first_child; s != kNone && scanned < kPenaltyScan;
+           s = table.pairs[s].next_sibling, ++scanned) {
+        if (s != exclude) visit(table.pairs[s]);
+      }
+    });
   }
 
  private:
+  // The penalty of c among the siblings that for_each(visit) visits.
+  template <typename ForEach>
+  double LogOver(const Pair& c, ForEach&& for_each) const {
+    int overlap = 0, same = 0, any = 0;
+    for_each([&](const Pair& sib) {
+      ++any;
+      if (sib.callee == c.callee) ++same;
+      if (sib.call < c.ret && c.call < sib.ret) ++overlap;
+    });
+    return -overlap_ * Log1p(overlap) - same_ * Log1p(same) -
+           generic_ * Log1p(any);
+  }
   double Log1p(int n) const {
     return n < static_cast<int>(log1p_.size()) ? log1p_[n] : std::log(1.0 + n);
   }
