@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "nesting/bins.h"
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
 #include "nesting/skew.h"
@@ -701,6 +702,34 @@ TEST(NestingTest, HistogramBinsDoNotDependOnOrderOrMerging) {
   EXPECT_EQ(back.state().bins, a.bins);
   back.Add(sorted.front());
   EXPECT_EQ(back.count(), values.size() + 1);
+}
+
+// KeyIndex numbers keys in the order they first come, finds every one
+// after growing many times (zero and keys that share their low bits
+// included), and finds none it was not given.
+TEST(NestingTest, KeyIndexNumbersKeysInInsertionOrder) {
+  KeyIndex index;
+  EXPECT_EQ(index.Find(0), KeyIndex::kMissing);
+  std::vector<uint64_t> keys;
+  for (uint64_t i = 0; i < 5000; ++i) keys.push_back(i << 40);  // low bits 0
+  for (uint64_t i = 1; i < 5000; ++i) keys.push_back(i * 0x9E3779B97F4A7C15ULL);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto [k, inserted] = index.Insert(keys[i]);
+    ASSERT_TRUE(inserted) << i;
+    ASSERT_EQ(k, i);
+  }
+  ASSERT_EQ(index.size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(index.Find(keys[i]), i);
+    ASSERT_EQ(index.key(static_cast<uint32_t>(i)), keys[i]);
+    const auto [k, inserted] = index.Insert(keys[i]);
+    ASSERT_FALSE(inserted);
+    ASSERT_EQ(k, i);
+  }
+  EXPECT_EQ(index.size(), keys.size());
+  for (uint64_t i = 1; i < 1000; ++i) {
+    EXPECT_EQ(index.Find((i << 40) + 1), KeyIndex::kMissing);
+  }
 }
 
 TEST(NestingTest, EvaluationOfTheTruthAgainstItselfIsPerfectOnASimpleTrace) {
