@@ -149,17 +149,17 @@ class TimelineModel {
   // calls. False when there are too many edges for the gap keys (then the
   // timeline passes are skipped).
   bool PrepareTimeline() {
-    std::unordered_map<uint64_t, uint32_t> ids;
+    KeyIndex ids;  // edges numbered in the order they first call
     edge_of_.resize(pairs_.size());
     makes_calls_.assign(table_->names.size(), false);
     for (size_t i = 0; i < pairs_.size(); ++i) {
       const Pair& p = pairs_[i];
-      auto [it, inserted] =
-          ids.try_emplace(static_cast<uint64_t>(p.caller) << 32 |
-                              table_->KeyedCallee(static_cast<uint32_t>(i)),
-                          static_cast<uint32_t>(ids.size()));
+      const uint32_t id =
+          ids.Insert(static_cast<uint64_t>(p.caller) << 32 |
+                     table_->KeyedCallee(static_cast<uint32_t>(i)))
+              .first;
       if (ids.size() >= kReturnChain) return false;
-      edge_of_[i] = it->second;
+      edge_of_[i] = id;
       if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
     }
     edge_count_ = ids.size();
@@ -819,13 +819,15 @@ class TimelineModel {
   }
 
   void LearnGrandchildCounts() {
-    grand_index_.clear();
     grand_log_.clear();
     // Per (edge of a call, edge of its children): the distribution of the
     // number of such children per call; and per edge, the child edges.
-    std::unordered_map<uint64_t, CountDist> child_dist;
-    std::unordered_map<uint32_t, double> calls_on_edge;
-    std::unordered_map<uint32_t, std::vector<uint32_t>> child_edges;
+    // (Edges are numbered densely: arrays by edge; the pairs of edges
+    // numbered by a KeyIndex, their distributions under those numbers.)
+    KeyIndex child_index;
+    std::vector<CountDist> child_dist;
+    std::vector<double> calls_on_edge(edge_count_, 0.0);
+    std::vector<std::vector<uint32_t>> child_edges(edge_count_);
     std::vector<std::pair<uint32_t, int>> counts;
     for (uint32_t p = 0; p < pairs_.size(); ++p) {
       if (pairs_[p].ret < 0) continue;
@@ -833,16 +835,18 @@ class TimelineModel {
       counts.clear();
       CountChildren(p, kNone, &counts);
       for (const auto& [e, n] : counts) {
-        auto [it, inserted] = child_dist.try_emplace(PairKey(edge_of_[p], e));
+        const auto [k, inserted] = child_index.Insert(PairKey(edge_of_[p], e));
         if (inserted) {
-          it->second.fill(0.0);
+          child_dist.emplace_back().fill(0.0);
           child_edges[edge_of_[p]].push_back(e);
         }
-        it->second[std::min(n, kGrandchildCap)] += 1;
+        child_dist[k][std::min(n, kGrandchildCap)] += 1;
       }
     }
-    for (auto& [key, d] : child_dist) {
-      const double total = calls_on_edge[static_cast<uint32_t>(key >> 32)];
+    for (uint32_t k = 0; k < child_index.size(); ++k) {
+      CountDist& d = child_dist[k];
+      const double total =
+          calls_on_edge[static_cast<uint32_t>(child_index.key(k) >> 32)];
       double seen = 0;
       for (double x : d) seen += x;
       d[0] += total - seen;  // the calls with none
@@ -850,16 +854,16 @@ class TimelineModel {
     }
     // Per (edge of G, grandchild edge): observed counts, and the expected
     // distribution under independent children.
-    std::unordered_map<uint64_t, std::pair<CountDist, CountDist>> grand;
+    KeyIndex grand_keys;
+    std::vector<std::pair<CountDist, CountDist>> grand;
     std::vector<uint32_t> edges;
     for (uint32_t g = 0; g < pairs_.size(); ++g) {
       if (pairs_[g].first_child == kNone || Crowded(g)) continue;
       edges.clear();
       for (uint32_t p = pairs_[g].first_child; p != kNone;
            p = pairs_[p].next_sibling) {
-        auto it = child_edges.find(edge_of_[p]);
-        if (it != child_edges.end())
-          edges.insert(edges.end(), it->second.begin(), it->second.end());
+        const std::vector<uint32_t>& below = child_edges[edge_of_[p]];
+        edges.insert(edges.end(), below.begin(), below.end());
       }
       if (edges.empty() || !CountGrandchildren(g, kNone, &counts)) continue;
       std::sort(edges.begin(), edges.end());
@@ -869,47 +873,55 @@ class TimelineModel {
         independent[0] = 1;
         for (uint32_t p = pairs_[g].first_child; p != kNone;
              p = pairs_[p].next_sibling) {
-          auto it = child_dist.find(PairKey(edge_of_[p], e));
-          if (it == child_dist.end()) continue;
+          const uint32_t k = child_index.Find(PairKey(edge_of_[p], e));
+          if (k == KeyIndex::kMissing) continue;
+          const CountDist& dist = child_dist[k];
           CountDist sum{};
           for (int i = 0; i <= kGrandchildCap; ++i) {
+            // (Skipping a zero adds nothing the sum would have had: the
+            // counts are finite, 0 * x is +0.)
+            if (independent[i] == 0) continue;
             for (int j = 0; j <= kGrandchildCap; ++j) {
-              sum[std::min(i + j, kGrandchildCap)] +=
-                  independent[i] * it->second[j];
+              sum[std::min(i + j, kGrandchildCap)] += independent[i] * dist[j];
             }
           }
           independent = sum;
         }
-        auto [it, inserted] = grand.try_emplace(PairKey(edge_of_[g], e));
+        const auto [k, inserted] = grand_keys.Insert(PairKey(edge_of_[g], e));
         if (inserted) {
-          it->second.first.fill(0.0);
-          it->second.second.fill(0.0);
+          grand.emplace_back();
+          grand.back().first.fill(0.0);
+          grand.back().second.fill(0.0);
         }
-        it->second.first[std::min(CountOf(counts, e), kGrandchildCap)] += 1;
+        grand[k].first[std::min(CountOf(counts, e), kGrandchildCap)] += 1;
         for (int i = 0; i <= kGrandchildCap; ++i)
-          it->second.second[i] += independent[i];
+          grand[k].second[i] += independent[i];
       }
     }
     // Both with the multisets' half observation per count never seen.
-    for (const auto& [key, dists] : grand) {
+    std::vector<std::pair<uint64_t, uint32_t>> items;
+    for (uint32_t k = 0; k < grand_keys.size(); ++k) {
+      const auto& dists = grand[k];
       double total = 0;
       for (double x : dists.first) total += x;
       total += 0.5 * (kGrandchildCap + 1);
-      grand_index_[key] = static_cast<uint32_t>(grand_log_.size());
+      items.emplace_back(grand_keys.key(k),
+                         static_cast<uint32_t>(grand_log_.size()));
       for (int n = 0; n <= kGrandchildCap; ++n) {
         grand_log_.push_back(
             static_cast<float>(std::log((dists.first[n] + 0.5) / total) -
                                std::log((dists.second[n] + 0.5) / total)));
       }
     }
+    grand_index_.Build(items);
   }
 
   // The grandchild term's change as G's count on edge e goes from n to m.
   double GrandchildLogRatio(uint32_t g_edge, uint32_t e, int n, int m) const {
-    auto it = grand_index_.find(PairKey(g_edge, e));
-    if (it == grand_index_.end()) return 0;
-    return grand_log_[it->second + std::min(m, kGrandchildCap)] -
-           grand_log_[it->second + std::min(n, kGrandchildCap)];
+    const uint32_t k = grand_index_.Find(PairKey(g_edge, e));
+    if (k == FlatIndex::kMissing) return 0;
+    return grand_log_[k + std::min(m, kGrandchildCap)] -
+           grand_log_[k + std::min(n, kGrandchildCap)];
   }
 
   // What giving child c (off its parent, or on p: then as if off) to p
@@ -1347,7 +1359,7 @@ class TimelineModel {
   std::vector<Scratch> scratch_;  // by part
   // Grandchild terms (LearnGrandchildCounts): per (edge of G, grandchild
   // edge) the offset of its log ratios in grand_log_.
-  std::unordered_map<uint64_t, uint32_t> grand_index_;
+  FlatIndex grand_index_;
   std::vector<float> grand_log_;
   // Group order (LearnGroupOrder): per PairKey(parent edge, child edge).
   std::unordered_map<uint64_t, float> group_order_;
