@@ -15,10 +15,11 @@
 // and counts as a return without its call, so eviction never pairs a return
 // with the wrong call.
 //
-// Memory per pending call is one 32-byte node in a pool plus, per distinct
-// key, one hash-map entry: a key's queue is a list threaded through the
-// pool, so a key pending once costs no queue of its own (a std::deque per
-// key cost over 600 bytes).
+// Memory per pending call is one node of 20-24 bytes in a pool plus, per
+// distinct key, one 48-byte entry and two to four 8-byte slots of the key
+// table: a key's queue is a list threaded through the pool, so a key
+// pending once costs no queue of its own (a std::deque per key cost over
+// 600 bytes).
 #ifndef BBPROF_TRACE_PENDING_CALLS_H_
 #define BBPROF_TRACE_PENDING_CALLS_H_
 
@@ -26,7 +27,6 @@
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "trace/record.h"
@@ -96,10 +96,10 @@ class PendingCalls {
   // Adds a call (calls come in capture-time order). When that goes past
   // the limit, the oldest pending call is evicted: returns true and sets
   // *evicted to its value.
-  bool Add(const std::string& key, const V& value, V* evicted) {
-    auto [it, inserted] = queues_.try_emplace(key);
-    const uint32_t n = NewNode(value, &*it);
-    Queue& q = it->second;
+  bool Add(std::string_view key, const V& value, V* evicted) {
+    const uint32_t e = InsertKey(key, PendingKeyHash()(key));
+    const uint32_t n = NewNode(value, e);
+    Queue& q = entries_[e].queue;
     if (q.head == kNil) {
       q.head = n;
     } else {
@@ -120,11 +120,11 @@ class PendingCalls {
   }
 
   // Takes the earliest pending call with this key, if any.
-  bool Take(const std::string& key, V* value) {
-    auto it = queues_.find(key);
-    if (it == queues_.end()) return false;
-    *value = nodes_[it->second.head].value;
-    PopHead(&*it);
+  bool Take(std::string_view key, V* value) {
+    const uint32_t e = FindKey(key, PendingKeyHash()(key));
+    if (e == kNil) return false;
+    *value = nodes_[entries_[e].queue.head].value;
+    PopHead(e);
     return true;
   }
 
@@ -145,17 +145,112 @@ class PendingCalls {
   struct Queue {
     uint32_t head = kNil, tail = kNil;
   };
-  using Map =
-      std::unordered_map<std::string, Queue, PendingKeyHash, std::equal_to<>>;
+  // A key with calls pending, or (queue empty) a free entry on the free
+  // list, its string's buffer kept for the next key.
+  struct Entry {
+    std::string key;
+    uint64_t hash = 0;
+    Queue queue;
+    uint32_t next_free = kNil;
+  };
   struct Node {
     V value{};
     uint32_t next_same_key = kNil;        // this key's queue, oldest first
     uint32_t older = kNil, newer = kNil;  // every pending call, by age
-    typename Map::value_type* owner =
-        nullptr;  // its key (stable in a node map)
+    uint32_t owner = kNil;                // its key's entry
   };
 
-  uint32_t NewNode(const V& value, typename Map::value_type* owner) {
+  // The key table: open addressing with linear probing over slots that
+  // hold an entry's number (low half) and its hash's high half (a filter
+  // before the string compare); kEmpty ends a probe, kTomb (a key whose
+  // calls were all taken) does not. Entries never move, so a node names
+  // its key by number. A std::unordered_map here allocated a node per key
+  // and chased a pointer per lookup, once per message of the trace.
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  static constexpr uint64_t kTomb = ~uint64_t{0} - 1;
+  static uint64_t Slot(uint64_t hash, uint32_t e) {
+    return (hash >> 32) << 32 | e;
+  }
+
+  uint32_t FindKey(std::string_view key, uint64_t hash) const {
+    if (slots_.empty()) return kNil;
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const uint64_t s = slots_[i];
+      if (s == kEmpty) return kNil;
+      if (s != kTomb && s >> 32 == hash >> 32) {
+        const auto e = static_cast<uint32_t>(s);
+        if (entries_[e].key == key) return e;
+      }
+    }
+  }
+
+  uint32_t InsertKey(std::string_view key, uint64_t hash) {
+    if ((live_ + tombs_ + 1) * 2 > slots_.size()) Rehash();
+    size_t at = slots_.size();  // the first tombstone on the way, if any
+    size_t i = hash & mask_;
+    for (;; i = (i + 1) & mask_) {
+      const uint64_t s = slots_[i];
+      if (s == kEmpty) break;
+      if (s == kTomb) {
+        if (at == slots_.size()) at = i;
+      } else if (s >> 32 == hash >> 32) {
+        const auto e = static_cast<uint32_t>(s);
+        if (entries_[e].key == key) return e;
+      }
+    }
+    if (at == slots_.size()) {
+      at = i;
+    } else {
+      --tombs_;
+    }
+    uint32_t e;
+    if (free_entry_ != kNil) {
+      e = free_entry_;
+      free_entry_ = entries_[e].next_free;
+    } else {
+      e = static_cast<uint32_t>(entries_.size());
+      entries_.emplace_back();
+    }
+    entries_[e].key.assign(key);
+    entries_[e].hash = hash;
+    entries_[e].queue = Queue{};
+    slots_[at] = Slot(hash, e);
+    ++live_;
+    return e;
+  }
+
+  void EraseKey(uint32_t e) {
+    for (size_t i = entries_[e].hash & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i] == Slot(entries_[e].hash, e)) {
+        slots_[i] = kTomb;
+        break;
+      }
+    }
+    --live_;
+    ++tombs_;
+    entries_[e].next_free = free_entry_;
+    free_entry_ = e;
+  }
+
+  // To at least four slots a live key (at most half full after), which
+  // also clears the tombstones.
+  void Rehash() {
+    size_t cap = 16;
+    while (cap < 4 * (live_ + 1)) cap *= 2;
+    std::vector<uint64_t> old = std::move(slots_);
+    slots_.assign(cap, kEmpty);
+    mask_ = cap - 1;
+    tombs_ = 0;
+    for (uint64_t s : old) {
+      if (s == kEmpty || s == kTomb) continue;
+      const uint64_t hash = entries_[static_cast<uint32_t>(s)].hash;
+      size_t i = hash & mask_;
+      while (slots_[i] != kEmpty) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  uint32_t NewNode(const V& value, uint32_t owner) {
     uint32_t n;
     if (free_ != kNil) {
       n = free_;
@@ -168,10 +263,11 @@ class PendingCalls {
     return n;
   }
 
-  // Removes the head of `entry`'s queue (its oldest call) from the queue,
-  // the age list and, once empty, the map; the node goes to the free list.
-  void PopHead(typename Map::value_type* entry) {
-    Queue& q = entry->second;
+  // Removes the head of entry e's queue (its oldest call) from the queue,
+  // the age list and, once empty, the key table; the node goes to the free
+  // list.
+  void PopHead(uint32_t e) {
+    Queue& q = entries_[e].queue;
     const uint32_t n = q.head;
     Node& node = nodes_[n];
     q.head = node.next_same_key;
@@ -180,11 +276,15 @@ class PendingCalls {
     node.next_same_key = free_;
     free_ = n;
     --size_;
-    if (q.head == kNil) queues_.erase(queues_.find(entry->first));
+    if (q.head == kNil) EraseKey(e);
   }
 
   uint64_t limit_;
-  Map queues_;
+  std::vector<uint64_t> slots_;
+  size_t mask_ = 0;
+  uint64_t live_ = 0, tombs_ = 0;
+  std::vector<Entry> entries_;
+  uint32_t free_entry_ = kNil;
   // A pool: nodes of answered calls are reused, so the pool's size is the
   // most calls ever pending at once (at most the limit, plus one).
   std::vector<Node> nodes_;

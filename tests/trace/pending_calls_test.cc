@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
+#include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -74,6 +77,63 @@ TEST(PendingCallsTest, NumericKeysAreShortAndDistinct) {
   // The same callid between other nodes, or the other way round, differs.
   EXPECT_TRUE(keys.insert(Key(2, 1, "1")).second);
   EXPECT_TRUE(keys.insert(Key(1, 3, "1")).second);
+}
+
+// The key table under churn (keys added and emptied again and again:
+// tombstones, rehashing, reused entries), against a plain model: per key a
+// FIFO, and every call in age order, the oldest evicted past the limit.
+TEST(PendingCallsTest, ManyKeysComingAndGoingMatchAPlainModel) {
+  for (uint64_t limit : {uint64_t{0}, uint64_t{50}}) {
+    PendingCalls<int> p(limit);
+    std::map<std::string, std::deque<int>> queues;
+    std::deque<std::pair<std::string, int>> by_age;  // oldest first
+    std::mt19937 rng(11);
+    auto drop = [&](const std::string& key, int v) {
+      auto& q = queues[key];
+      ASSERT_FALSE(q.empty());
+      ASSERT_EQ(q.front(), v);
+      q.pop_front();
+      if (q.empty()) queues.erase(key);
+      for (auto it = by_age.begin(); it != by_age.end(); ++it) {
+        if (it->second == v) {
+          by_age.erase(it);
+          break;
+        }
+      }
+    };
+    for (int step = 0; step < 200000; ++step) {
+      // Small key space (repeats) early, a large one later (growth).
+      const int space = step < 100000 ? 40 : 5000;
+      const std::string key = Key(
+          1, 2, std::to_string(std::uniform_int_distribution<>(0, space)(rng)));
+      const int op = std::uniform_int_distribution<>(0, 9)(rng);
+      if (op < 5) {
+        int evicted = -1;
+        const bool out = p.Add(key, step, &evicted);
+        queues[key].push_back(step);
+        by_age.emplace_back(key, step);
+        ASSERT_EQ(out, limit != 0 && by_age.size() > limit) << step;
+        if (out) {
+          ASSERT_EQ(evicted, by_age.front().second) << step;
+          drop(by_age.front().first, evicted);
+        }
+      } else if (op < 9) {
+        int v = -1;
+        const bool found = p.Take(key, &v);
+        ASSERT_EQ(found, queues.count(key) == 1) << step;
+        if (found) drop(key, v);
+      } else {
+        int v = -1;
+        ASSERT_EQ(p.Oldest(&v), !by_age.empty());
+        if (!by_age.empty()) {
+          ASSERT_EQ(v, by_age.front().second);
+          p.PopOldest();
+          drop(by_age.front().first, v);
+        }
+      }
+      ASSERT_EQ(p.size(), by_age.size()) << step;
+    }
+  }
 }
 
 // Past the limit the oldest pending call goes, whatever its key; a return
