@@ -272,11 +272,17 @@ void SortByReturn(CallTable* table) {
   auto by_return = [&](uint32_t a, uint32_t b) {
     return pairs[a].ret < pairs[b].ret;
   };
-  if (!std::is_sorted(table->ret_order.begin(), table->ret_order.end(),
-                      by_return)) {
-    std::stable_sort(table->ret_order.begin(), table->ret_order.end(),
-                     by_return);
-  }
+  // Returns are listed as they arrive, so mostly in order already; what
+  // breaks it is mostly at the end (ImputeLostReturns appends). Sorting
+  // only what follows the sorted prefix and merging the two (stably) gives
+  // exactly what sorting the whole would, at a fraction of the cost (the
+  // whole sort was 4.5% of streamed nest's time).
+  auto& order = table->ret_order;
+  const auto sorted_until =
+      std::is_sorted_until(order.begin(), order.end(), by_return);
+  if (sorted_until == order.end()) return;
+  std::stable_sort(sorted_until, order.end(), by_return);
+  std::inplace_merge(order.begin(), sorted_until, order.end(), by_return);
 }
 
 }  // namespace bbprof::nesting

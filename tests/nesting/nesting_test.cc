@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nesting/bins.h"
+#include "nesting/call_pairs.h"
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
 #include "nesting/skew.h"
@@ -729,6 +730,37 @@ TEST(NestingTest, KeyIndexNumbersKeysInInsertionOrder) {
   EXPECT_EQ(index.size(), keys.size());
   for (uint64_t i = 1; i < 1000; ++i) {
     EXPECT_EQ(index.Find((i << 40) + 1), KeyIndex::kMissing);
+  }
+}
+
+// SortByReturn sorts only what follows the sorted prefix and merges: the
+// same order, ties included, as a stable sort of the whole.
+TEST(NestingTest, SortByReturnIsAStableSortOfTheWhole) {
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 50; ++round) {
+    CallTable table;
+    const int n = 1 + static_cast<int>(rng() % 2000);
+    for (int i = 0; i < n; ++i) {
+      Pair p;
+      p.ret = static_cast<trace::TimeNs>(rng() % 500);  // many ties
+      table.pairs.push_back(p);
+    }
+    for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i) {
+      table.ret_order.push_back(i);
+    }
+    // A sorted prefix of some length, then the rest shuffled (as imputed
+    // returns appended at the end, or out of order everywhere).
+    const size_t prefix = static_cast<size_t>(rng() % (n + 1));
+    std::vector<uint32_t>& order = table.ret_order;
+    auto by_return = [&](uint32_t a, uint32_t b) {
+      return table.pairs[a].ret < table.pairs[b].ret;
+    };
+    std::stable_sort(order.begin(), order.begin() + prefix, by_return);
+    std::shuffle(order.begin() + prefix, order.end(), rng);
+    std::vector<uint32_t> expected = order;
+    std::stable_sort(expected.begin(), expected.end(), by_return);
+    SortByReturn(&table);
+    ASSERT_EQ(order, expected) << "round " << round;
   }
 }
 
