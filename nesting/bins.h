@@ -144,16 +144,14 @@ class GaussianSmoother {
 class FlatIndex {
  public:
   static constexpr uint32_t kMissing = 0xFFFFFFFFu;
-  void Build(const std::vector<std::pair<uint64_t, uint32_t>>& items) {
+  // At least `min_slots` slots (KeyIndex leaves room to insert).
+  void Build(const std::vector<std::pair<uint64_t, uint32_t>>& items,
+             size_t min_slots = 0) {
     size_t cap = 16;
-    while (cap < 2 * items.size()) cap *= 2;
+    while (cap < 2 * items.size() || cap < min_slots) cap *= 2;
     mask_ = cap - 1;
     slots_.assign(cap, Slot{0, kMissing});
-    for (const auto& [k, v] : items) {
-      size_t i = Hash(k) & mask_;
-      while (slots_[i].value != kMissing) i = (i + 1) & mask_;
-      slots_[i] = {k, v};
-    }
+    for (const auto& [k, v] : items) FindOrInsert(k, v);
   }
   uint32_t Find(uint64_t key) const {
     for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
@@ -162,6 +160,17 @@ class FlatIndex {
       if (s.key == key) return s.value;
     }
   }
+  // The key's value, or (true) `value` newly stored under it; the caller
+  // keeps an empty slot: at most slots() - 1 keys.
+  std::pair<uint32_t, bool> FindOrInsert(uint64_t key, uint32_t value) {
+    size_t i = Hash(key) & mask_;
+    for (; slots_[i].value != kMissing; i = (i + 1) & mask_) {
+      if (slots_[i].key == key) return {slots_[i].value, false};
+    }
+    slots_[i] = {key, value};
+    return {value, true};
+  }
+  size_t slots() const { return slots_.size(); }
 
  private:
   struct Slot {
@@ -181,53 +190,33 @@ class FlatIndex {
 // these once per gap and per child set of every call (the
 // std::unordered_maps they replace allocated a node per key and chased a
 // pointer per lookup). Iteration is by index: insertion order, the input's.
+// A FlatIndex of key -> index, rebuilt twice as large when half full.
 class KeyIndex {
  public:
-  static constexpr uint32_t kMissing = 0xFFFFFFFFu;
+  static constexpr uint32_t kMissing = FlatIndex::kMissing;
   // The key's index, and whether the key was new.
   std::pair<uint32_t, bool> Insert(uint64_t key) {
-    if (2 * (keys_.size() + 1) > slots_.size()) Grow();
-    size_t i = Hash(key) & mask_;
-    for (; slots_[i].index != kMissing; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) return {slots_[i].index, false};
-    }
-    const auto index = static_cast<uint32_t>(keys_.size());
-    slots_[i] = {key, index};
-    keys_.push_back(key);
-    return {index, true};
+    if (2 * (keys_.size() + 1) > table_.slots()) Grow();
+    const auto result =
+        table_.FindOrInsert(key, static_cast<uint32_t>(keys_.size()));
+    if (result.second) keys_.push_back(key);
+    return result;
   }
-  uint32_t Find(uint64_t key) const {
-    if (keys_.empty()) return kMissing;
-    for (size_t i = Hash(key) & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.index == kMissing) return kMissing;
-      if (s.key == key) return s.index;
-    }
-  }
+  uint32_t Find(uint64_t key) const { return table_.Find(key); }
   size_t size() const { return keys_.size(); }
   uint64_t key(uint32_t index) const { return keys_[index]; }
 
  private:
-  struct Slot {
-    uint64_t key;
-    uint32_t index;
-  };
-  static size_t Hash(uint64_t k) {
-    return static_cast<size_t>((k * 0x9E3779B97F4A7C15ULL) >> 17);
-  }
   void Grow() {
-    const size_t cap = slots_.empty() ? 16 : 2 * slots_.size();
-    slots_.assign(cap, Slot{0, kMissing});
-    mask_ = cap - 1;
+    std::vector<std::pair<uint64_t, uint32_t>> items;
+    items.reserve(keys_.size());
     for (uint32_t index = 0; index < keys_.size(); ++index) {
-      size_t i = Hash(keys_[index]) & mask_;
-      while (slots_[i].index != kMissing) i = (i + 1) & mask_;
-      slots_[i] = {keys_[index], index};
+      items.emplace_back(keys_[index], index);
     }
+    table_.Build(items, 2 * table_.slots());
   }
-  std::vector<Slot> slots_;
+  FlatIndex table_;
   std::vector<uint64_t> keys_;
-  size_t mask_ = 0;
 };
 
 }  // namespace bbprof::nesting

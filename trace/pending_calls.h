@@ -203,14 +203,7 @@ class PendingCalls {
     } else {
       --tombs_;
     }
-    uint32_t e;
-    if (free_entry_ != kNil) {
-      e = free_entry_;
-      free_entry_ = entries_[e].next_free;
-    } else {
-      e = static_cast<uint32_t>(entries_.size());
-      entries_.emplace_back();
-    }
+    const uint32_t e = Claim(entries_, &free_entry_, &Entry::next_free);
     entries_[e].key.assign(key);
     entries_[e].hash = hash;
     entries_[e].queue = Queue{};
@@ -220,8 +213,9 @@ class PendingCalls {
   }
 
   void EraseKey(uint32_t e) {
+    const uint64_t slot = Slot(entries_[e].hash, e);
     for (size_t i = entries_[e].hash & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i] == Slot(entries_[e].hash, e)) {
+      if (slots_[i] == slot) {
         slots_[i] = kTomb;
         break;
       }
@@ -250,15 +244,22 @@ class PendingCalls {
     }
   }
 
-  uint32_t NewNode(const V& value, uint32_t owner) {
-    uint32_t n;
-    if (free_ != kNil) {
-      n = free_;
-      free_ = nodes_[n].next_same_key;
-    } else {
-      n = static_cast<uint32_t>(nodes_.size());
-      nodes_.emplace_back();
+  // An element of `pool` off its free list (linked through `link`), or a
+  // new one at its end: entries and nodes are both reused this way.
+  template <class T>
+  static uint32_t Claim(std::vector<T>& pool, uint32_t* free,
+                        uint32_t T::*link) {
+    if (*free == kNil) {
+      pool.emplace_back();
+      return static_cast<uint32_t>(pool.size() - 1);
     }
+    const uint32_t n = *free;
+    *free = pool[n].*link;
+    return n;
+  }
+
+  uint32_t NewNode(const V& value, uint32_t owner) {
+    const uint32_t n = Claim(nodes_, &free_, &Node::next_same_key);
     nodes_[n] = Node{value, kNil, kNil, kNil, owner};
     return n;
   }
