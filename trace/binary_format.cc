@@ -9,6 +9,7 @@
 #include <libdeflate.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -185,17 +186,20 @@ BinaryBlockInfo LoadEntry(const uint8_t* p) {
 
 // The definitions part of the block index: node names, then operation names,
 // each a varint count and varint length + bytes per name, in file-id order.
+void AppendName(std::vector<uint8_t>& out, std::string_view name) {
+  AppendVarint(out, name.size());
+  out.insert(out.end(), name.begin(), name.end());
+}
+template <typename Name>
+void AppendNames(std::vector<uint8_t>& out, size_t count, Name name) {
+  AppendVarint(out, count);
+  for (size_t i = 0; i < count; ++i) AppendName(out, name(i));
+}
 template <typename NodeName, typename OpName>
 void AppendDefinitions(std::vector<uint8_t>& out, size_t node_count,
                        NodeName node_name, size_t op_count, OpName op_name) {
-  auto append = [&out](std::string_view name) {
-    AppendVarint(out, name.size());
-    out.insert(out.end(), name.begin(), name.end());
-  };
-  AppendVarint(out, node_count);
-  for (size_t i = 0; i < node_count; ++i) append(node_name(i));
-  AppendVarint(out, op_count);
-  for (size_t i = 0; i < op_count; ++i) append(op_name(i));
+  AppendNames(out, node_count, node_name);
+  AppendNames(out, op_count, op_name);
 }
 
 // The definitions and entries an index holds, as ReadIndex validated them.
@@ -294,6 +298,9 @@ class BinaryReader final : public TraceReader {
     for (const std::string& name : index.node_names) {
       file_nodes_.push_back(nodes_->Intern(name));
     }
+    // As the file names them: past a node table's limit, Intern folds
+    // names, and the blocks' definitions are checked against these.
+    range_node_names_ = index.node_names;
     for (const std::string& name : index.op_names) {
       file_ops_.push_back(name);
     }
@@ -551,16 +558,21 @@ class BinaryReader final : public TraceReader {
     if (LoadU64(f + 16) != length || LoadU32(f + 24) != crc) {
       return BadIndex(at, "checksum or length mismatch");
     }
-    std::vector<uint8_t> defs;
-    AppendDefinitions(
-        defs, file_nodes_.size(),
-        [this](size_t i) { return nodes_->Name(file_nodes_[i]); },
-        file_ops_.size(),
-        [this](size_t i) { return std::string_view(file_ops_[i]); });
-    const uint32_t want =
-        libdeflate_crc32(index_crc_, defs.data(), defs.size());
+    // The definitions as the file defined them (node_defs_crc_: a node
+    // table past its limit no longer holds every name), then the ops.
+    std::vector<uint8_t> node_count, ops;
+    AppendVarint(node_count, file_nodes_.size());
+    AppendNames(ops, file_ops_.size(),
+                [this](size_t i) { return std::string_view(file_ops_[i]); });
+    uint32_t want =
+        libdeflate_crc32(index_crc_, node_count.data(), node_count.size());
+    want = static_cast<uint32_t>(
+        crc32_combine(want, node_defs_crc_,
+                      static_cast<z_off_t>(node_defs_bytes_)));
+    want = libdeflate_crc32(want, ops.data(), ops.size());
     if (crc != want ||
-        length != block_index_ * kBinaryIndexEntryBytes + defs.size()) {
+        length != block_index_ * kBinaryIndexEntryBytes + node_count.size() +
+                      node_defs_bytes_ + ops.size()) {
       return BadIndex(at, "it does not describe the blocks before it");
     }
     return false;
@@ -763,14 +775,22 @@ class BinaryReader final : public TraceReader {
         }
         std::string_view name(reinterpret_cast<const char*>(p_), len);
         p_ += len;
-        if (!CheckDefinition(
-                "node", a, file_nodes_.size(), name,
-                [this](uint64_t i) { return nodes_->Name(file_nodes_[i]); })) {
+        if (!CheckDefinition("node", a, file_nodes_.size(), name,
+                             [this](uint64_t i) {
+                               return std::string_view(range_node_names_[i]);
+                             })) {
           return false;
         }
         std::string why = CheckNodeName(name);
         if (!why.empty()) return Corrupt(why);
-        if (!range_) file_nodes_.push_back(nodes_->Intern(name));
+        if (!range_) {
+          file_nodes_.push_back(nodes_->Intern(name));
+          scratch_.clear();
+          AppendName(scratch_, name);
+          node_defs_crc_ =
+              libdeflate_crc32(node_defs_crc_, scratch_.data(), scratch_.size());
+          node_defs_bytes_ += scratch_.size();
+        }
         return true;
       }
       case kOpMeta: {
@@ -891,6 +911,12 @@ class BinaryReader final : public TraceReader {
   TimeNs block_min_ = INT64_MAX;
   TimeNs block_max_ = INT64_MIN;
   uint32_t index_crc_ = 0;  // of the index entries of the blocks read
+  // The node definitions read (varint length + name each), for the index
+  // check, and in a range the names as the index defines them.
+  uint32_t node_defs_crc_ = 0;
+  uint64_t node_defs_bytes_ = 0;
+  std::vector<uint8_t> scratch_;
+  std::vector<std::string> range_node_names_;
   uint64_t messages_ = 0;
   TimeNs prev_ts_ = 0;
   uint64_t prev_callid_ = 0;

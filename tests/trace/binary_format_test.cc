@@ -962,6 +962,44 @@ TEST_F(BinaryIndexTest, BlockRangesConcatenateToTheWholeTrace) {
                 ") is not within its " + std::to_string(n) + " blocks");
 }
 
+// A node table with a limit (--max-nodes) folds the names past it into one
+// node; the index and the blocks' definitions are still checked against the
+// names as the file defines them, whole or by range. (Checked against the
+// folded names, they were taken for a corrupt index.)
+TEST_F(BinaryIndexTest, NodeLimitFoldsNamesWithoutFailingTheIndexChecks) {
+  auto limited = [] {
+    auto nodes = std::make_shared<NodeTable>();
+    nodes->SetLimit(2);
+    return nodes;
+  };
+  size_t names = 0;
+  {
+    auto r = OpenTraceReader(path_);
+    ASSERT_TRUE(r.ok());
+    Record rec;
+    while ((*r)->Next(rec)) {
+    }
+    names = (*r)->nodes().size();
+  }
+  ASSERT_GT(names, 3u);
+  auto nodes = limited();
+  Contents whole = ReadContents(OpenTraceReader(path_, nodes));
+  EXPECT_EQ(whole.error, "");
+  EXPECT_EQ(whole.lines.size(), whole_.lines.size());
+  EXPECT_EQ(whole.meta, whole_.meta);
+  EXPECT_EQ(nodes->folded(), names - 2);
+  const uint64_t n = blocks_.size();
+  for (uint64_t split : {uint64_t{1}, n / 2}) {
+    auto range_nodes = limited();
+    Contents a = ReadContents(OpenBinaryBlockRange(path_, 0, split, range_nodes));
+    Contents b = ReadContents(OpenBinaryBlockRange(path_, split, n, limited()));
+    EXPECT_EQ(a.error, "") << "split " << split;
+    EXPECT_EQ(b.error, "") << "split " << split;
+    EXPECT_EQ(a.lines.size() + b.lines.size(), whole_.lines.size());
+    EXPECT_EQ(range_nodes->folded(), names - 2);
+  }
+}
+
 TEST_F(BinaryIndexTest, TimeRangeReturnsExactlyTheRecordsInIt) {
   std::vector<TimeNs> ts;
   {
