@@ -5,8 +5,8 @@
 # --search stream by one process on one thread, by one process on two
 # threads, and by `mpirun -np 2` ranks of one thread each (over loopback),
 # alternated R times; wall and user seconds and peak memory (the largest
-# rank's, /usr/bin/time per rank) of each run, and whether the three give
-# the same bytes.
+# rank's, /usr/bin/time per rank) of each run, how many messages rank 0
+# decoded, and whether the three give the same bytes.
 #
 #   bench/nest_mpi_bench.sh [N [R]]      (default 20000000 messages, 3 rounds)
 #
@@ -30,10 +30,13 @@ for r in $(seq "$rounds"); do
     "$bbprof" nest "$t" -q --search stream --threads 1 --json "$work/one.json" >/dev/null
   /usr/bin/time -f "one process, 2 threads: %e s wall, %U s user, %M KB peak" \
     "$bbprof" nest "$t" -q --search stream --threads 2 --json "$work/two.json" >/dev/null
+  # Without -q: rank 0 says how much of the trace it decoded (each rank
+  # reads only its own segments' blocks of a binary trace).
   # shellcheck disable=SC2086
   /usr/bin/time -f "two MPI ranks, 1 thread each: %e s wall (mpirun)" \
     $mpi /usr/bin/time -f "  a rank: %U s user, %M KB peak" \
-    "$bbprof" nest "$t" -q --threads 1 --json "$work/mpi.json" >/dev/null
+    "$bbprof" nest "$t" --threads 1 --json "$work/mpi.json" 2>&1 >/dev/null |
+    grep -E "rank|wall" | sed 's/^bbprof nest: /  /'
 done
 for f in two mpi; do
   cmp -s "$work/one.json" "$work/$f.json" && echo "$f: the bytes of one process" ||

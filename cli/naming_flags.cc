@@ -76,9 +76,13 @@ Result<std::unique_ptr<trace::TraceReader>> OpenNamedInput(
 }
 
 void WarnIfNodesFolded(const CommandLine& cl, const trace::NodeTable& nodes) {
-  if (nodes.folded() == 0) return;
-  Warn(cl, "more than " + std::to_string(nodes.limit()) +
-               " distinct node names: " + std::to_string(nodes.folded()) +
+  WarnIfNodesFolded(cl, nodes.limit(), nodes.folded());
+}
+
+void WarnIfNodesFolded(const CommandLine& cl, size_t limit, uint64_t folded) {
+  if (folded == 0) return;
+  Warn(cl, "more than " + std::to_string(limit) +
+               " distinct node names: " + std::to_string(folded) +
                " mentions of later ones became the node " +
                std::string(trace::NodeTable::kOverflowName) +
                " (raise --max-nodes)");

@@ -51,6 +51,10 @@ Result<std::unique_ptr<trace::TraceReader>> OpenNamedInput(
 // After a run: warns once (unless -q) when names were folded past
 // --max-nodes, naming the flag that raises the limit.
 void WarnIfNodesFolded(const CommandLine& cl, const trace::NodeTable& nodes);
+// The same from the counts: `folded` mentions past a limit of `limit` names
+// (a run whose input stats counted them, as nest's stream driver does when
+// its ranks read only parts of the trace).
+void WarnIfNodesFolded(const CommandLine& cl, size_t limit, uint64_t folded);
 
 // Parses --clients: fold, keep, cidr:/N[,/M] (IPv4 clients by /N blocks,
 // IPv6 by /M, default /64) or cidr:BLOCK,BLOCK,... (a client is named by

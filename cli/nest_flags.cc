@@ -227,14 +227,32 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
           "under mpirun, nest streams the trace: --search memory and "
           "--requests need one process");
     }
-    result = nesting::RunNestingMpi(**reader, setup.params, setup.stream,
+    // Each rank reads only its own segments' blocks of a binary trace;
+    // renamed nodes would be numbered in another order than the file's.
+    nesting::StreamOptions ranks_stream = setup.stream;
+    ranks_stream.seek = path != "-" && !setup.naming.given;
+    ranks_stream.seek_options = setup.reader;
+    result = nesting::RunNestingMpi(**reader, setup.params, ranks_stream,
                                     &report, mpi_rank);
     if (*mpi_rank != 0) return result;
     if (result.ok() && report.segments > 1) {
       Inform(cl, "nested in " + std::to_string(report.segments) +
                      " segments of " +
                      std::to_string(setup.stream.segment_messages) +
-                     " messages across the MPI ranks");
+                     " messages across the MPI ranks; rank 0 decoded " +
+                     std::to_string(report.messages_read) + " of the " +
+                     std::to_string(result->input.messages) + " messages");
+      if (!report.seeked) {
+        Inform(cl,
+               "every rank read the whole trace (" +
+                   (ranks_stream.seek
+                        ? report.whole_read_why
+                        : std::string(path == "-" ? "standard input"
+                                                  : "--granularity or --names "
+                                                    "renames nodes")) +
+                   "); an uncompressed binary trace lets each rank read "
+                   "only its own segments ('bbprof convert TRACE x.bbt')");
+      }
     }
   } else
 #endif
@@ -284,7 +302,8 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
         static_cast<unsigned long long>(e.children));
     Inform(cl, line);
   }
-  WarnIfNodesFolded(cl, (*reader)->nodes());
+  WarnIfNodesFolded(cl, (*reader)->nodes().limit(),
+                    result->input.node_names_folded);
   if (result->input.pending_calls_evicted > 0) {
     Warn(cl, std::to_string(result->input.pending_calls_evicted) +
                  " calls were still waiting for their return past "

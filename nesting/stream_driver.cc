@@ -10,8 +10,8 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -22,6 +22,7 @@
 #include "base/progress.h"
 #include "nesting/drivers.h"
 #include "nesting/pattern_table.h"
+#include "trace/binary_format.h"
 #include "trace/byte_stream.h"
 
 namespace bbprof::nesting {
@@ -44,6 +45,14 @@ struct StoredRecord {
   bool callid_is_number, pathid_is_number;
 };
 
+// What a whole read counts on the way (StreamDriver::Read) and a segment
+// read by seeking counts of the part of the trace it owns, for rank 0 to add
+// up in segment order.
+struct SeekCounts {
+  uint64_t free_messages = 0, call_ret_messages = 0;
+  std::vector<std::string> meta;  // at most kMaxInputMeta, as InputStats
+};
+
 // Records in chunks, so that a segment's reader frees what it has read.
 struct Chunk {
   static constexpr size_t kRecords = 65536;
@@ -58,6 +67,14 @@ struct Segment {
   bool owns_any = false;  // its first own message was read
   std::deque<Chunk> chunks;
   uint64_t records = 0;
+  // Read by seeking only (StreamDriver::ReadSegment): what a whole read
+  // counts on the way, for the messages this segment owns, and the meta
+  // lines from just before its first own message to just before the next
+  // segment's (the last segment: to the end of the file).
+  SeekCounts counts;
+  // Read by seeking: the range reader's node table (every node of the
+  // trace's index, numbered as in the file).
+  std::shared_ptr<trace::NodeTable> nodes;
 
   void Add(const trace::Record& rec) {
     if (chunks.empty() || chunks.back().records.size() == Chunk::kRecords) {
@@ -135,6 +152,7 @@ struct SegmentResult {
   std::vector<Pattern> patterns;
   NestingResult result;  // parameters, skew, clocks; input counts below
   uint64_t pairs = 0, unmatched_calls = 0;  // of the calls it owns
+  SeekCounts counts;
 };
 
 // A segment's result as bytes (MessagePack: doubles stay exact), for the
@@ -255,7 +273,10 @@ std::string Serialize(const SegmentResult& r) {
          {"scoreboards", in.scoreboards},
          {"skew_window", r.result.params.skew_window},
          {"skew", skew},
-         {"clocks", clocks}};
+         {"clocks", clocks},
+         {"free", r.counts.free_messages},
+         {"call_ret", r.counts.call_ret_messages},
+         {"meta", r.counts.meta}};
   }
   std::vector<uint8_t> bytes = json::to_msgpack(j);
   return std::string(bytes.begin(), bytes.end());
@@ -289,6 +310,9 @@ SegmentResult Deserialize(const std::string& bytes) {
     for (const json& o : j.at("clocks")) {
       r.result.clock_offsets.push_back({o.at(0), o.at(1), o.at(2)});
     }
+    r.counts.free_messages = j.at("free");
+    r.counts.call_ret_messages = j.at("call_ret");
+    r.counts.meta = j.at("meta").get<std::vector<std::string>>();
   } catch (const json::exception& e) {
     r.status = Status::Error(std::string("a segment's result came back "
                                          "malformed: ") + e.what());
@@ -310,6 +334,8 @@ class StreamDriver {
         rank_(static_cast<uint64_t>(std::max(options.rank, 0))),
         ranks_(static_cast<uint64_t>(std::max(options.ranks, 1))),
         gather_(options.gather),
+        seek_(options.seek),
+        seek_options_(options.seek_options),
         merger_(params.group_by_op) {}
 
   Result<NestingResult> Run() {
@@ -317,7 +343,7 @@ class StreamDriver {
     if (workers > 1) {
       for (int i = 0; i < workers; ++i) pool_.emplace_back([this] { Work(); });
     }
-    Status status = Read();
+    Status status = seek_ && ranks_ > 1 ? ReadSeeking() : Read();
     if (workers > 1) {
       {
         std::unique_lock lock(mu_);
@@ -409,6 +435,7 @@ class StreamDriver {
       }
     }
     progress.Finish();
+    report_->messages_read = n;
     if (!reader_.status().ok()) return reader_.status();
     messages_ = n;
     // A segment that the trace ended before its own part began owns
@@ -421,6 +448,183 @@ class StreamDriver {
     return Status::Ok();
   }
 
+  // Read() by seeking, under several ranks (StreamOptions::seek): each rank
+  // decodes only the blocks that hold its own segments' messages. The
+  // segments are Read()'s, to the message: segment k holds messages
+  // [kS - V, (k+1)S + V) and owns the root calls made from the time of
+  // message kS to that of message (k+1)S; the trace's first segment owns
+  // from the start and its last to the end. What Read() counts on the way
+  // each segment counts for the part it owns (SeekCounts), and rank 0 adds
+  // those up in segment order; rank 0 also reads the trace's first and
+  // last times and the whole file's CRC-32, which names the input in the
+  // result. A trace of one segment is read whole by rank 0 alone.
+  Status ReadSeeking() {
+    Result<std::vector<trace::BinaryBlockInfo>> index =
+        trace::ReadBinaryBlockIndex(reader_.path());
+    if (!index.ok()) {
+      report_->whole_read_why = index.status().message();
+      return Read();
+    }
+    report_->seeked = true;
+    const std::vector<trace::BinaryBlockInfo>& blocks = *index;
+    // before[b]: the messages in the blocks before block b.
+    std::vector<uint64_t> before(blocks.size() + 1, 0);
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      before[b + 1] = before[b] + blocks[b].messages;
+    }
+    const uint64_t n = before.back();
+    const uint64_t count = std::max<uint64_t>(1, (n + segment_ - 1) / segment_);
+    if (count == 1) return rank_ == 0 ? Read() : Status::Ok();
+    seeking_ = true;
+    messages_ = n;
+    std::optional<std::thread> checksum;
+    Status checksum_status = Status::Ok();
+    if (rank_ == 0) {
+      checksum.emplace([&] { checksum_status = ReadWholeChecksum(); });
+    }
+    Status status = Status::Ok();
+    uint64_t to_read = 0;
+    for (uint64_t k = rank_; k < count; k += ranks_) {
+      to_read += SegmentEnd(k, n, count) - SegmentStart(k);
+    }
+    Progress progress("nest: reading this rank's segments", to_read, false);
+    for (uint64_t k = 0; k < count && status.ok(); ++k) {
+      auto s = std::make_unique<Segment>();
+      s->index = k;
+      s->owns_any = true;
+      if (Mine(k)) {
+        status = ReadSegment(blocks, before, count, s.get(), progress);
+      }
+      if (status.ok()) status = Dispatch(std::move(s));
+    }
+    progress.Finish();
+    if (status.ok() && rank_ == 0) status = ReadLastTime(blocks);
+    if (checksum) checksum->join();
+    BBPROF_RETURN_IF_ERROR(status);
+    return checksum_status;
+  }
+
+  // The messages segment k reads: [kS - V, (k+1)S + V), within the trace.
+  uint64_t SegmentStart(uint64_t k) const {
+    return k * segment_ > overlap_ ? k * segment_ - overlap_ : 0;
+  }
+  uint64_t SegmentEnd(uint64_t k, uint64_t n, uint64_t count) const {
+    return k + 1 == count ? n : std::min(n, (k + 1) * segment_ + overlap_);
+  }
+
+  // A table for a range reader: the whole trace's node limit, so that
+  // names fold as in a whole read.
+  std::shared_ptr<trace::NodeTable> RangeNodes() const {
+    auto nodes = std::make_shared<trace::NodeTable>();
+    nodes->SetLimit(reader_.nodes().limit());
+    return nodes;
+  }
+
+  // Segment k, read from the blocks that hold its messages: from the
+  // block of its first message (a meta line just before message kS is
+  // after message kS - 1, so in that block or later) to the block of its
+  // last, or for the last segment to the end of the file, for the meta
+  // lines after the last message.
+  Status ReadSegment(const std::vector<trace::BinaryBlockInfo>& blocks,
+                     const std::vector<uint64_t>& before, uint64_t count,
+                     Segment* s, Progress& progress) {
+    const uint64_t k = s->index, n = before.back();
+    const uint64_t lo = SegmentStart(k), hi = SegmentEnd(k, n, count);
+    const uint64_t own_lo = k * segment_;
+    const uint64_t own_hi = std::min(n, (k + 1) * segment_);
+    auto block_of = [&](uint64_t message) {
+      return static_cast<uint64_t>(
+          std::upper_bound(before.begin(), before.end(), message) -
+          before.begin() - 1);
+    };
+    const uint64_t first = k == 0 ? 0 : block_of(lo);
+    const uint64_t end = k + 1 == count ? blocks.size() : block_of(hi - 1) + 1;
+    s->nodes = RangeNodes();
+    Result<std::unique_ptr<trace::TraceReader>> opened =
+        trace::OpenBinaryBlockRange(reader_.path(), first, end, s->nodes,
+                                    seek_options_);
+    if (!opened.ok()) return opened.status();
+    trace::TraceReader& in = **opened;
+    // A meta line between messages i - 1 and i is at position i (0: before
+    // the first, n: after the last); segment k keeps those at positions
+    // [kS, (k+1)S), the last segment also n. The reader reads one message
+    // ahead only at open: meta() holds the lines before message i once
+    // Next() has handed it out.
+    size_t meta_seen = 0;
+    auto take_meta = [&](uint64_t position) {
+      const std::vector<std::string>& meta = in.meta();
+      for (; meta_seen < meta.size(); ++meta_seen) {
+        if (position < own_lo || (position >= own_hi && k + 1 < count)) {
+          continue;
+        }
+        if (s->counts.meta.size() < kMaxInputMeta) {
+          s->counts.meta.push_back(
+              meta[meta_seen].substr(0, kMaxInputMetaChars));
+        }
+      }
+    };
+    uint64_t i = before[first];
+    trace::Record rec;
+    while (i < hi && in.Next(rec)) {
+      take_meta(i);
+      if (i >= lo) {
+        if (i == 0) first_ts_ = rec.ts_ns;
+        if (i == own_lo && k > 0) s->own_from = rec.ts_ns;
+        if (i == own_hi && k + 1 < count) s->own_until = rec.ts_ns;
+        if (i >= own_lo && i < own_hi) {
+          ++(rec.kind == trace::Kind::kMessage ? s->counts.free_messages
+                                               : s->counts.call_ret_messages);
+        }
+        s->Add(rec);
+        progress.Update(report_->messages_read);
+        report_->most_messages_held = std::max<uint64_t>(
+            report_->most_messages_held, held_busy_ + s->records);
+      }
+      ++report_->messages_read;
+      ++i;
+    }
+    // The reader checks every block's count against the index, so the
+    // messages end where the index says; the last segment reads on to the
+    // file's end, for the meta lines after the last message.
+    if (k + 1 == count && i == n) in.Next(rec);
+    if (!in.status().ok()) return in.status();
+    if (k + 1 == count) take_meta(n);
+    seek_nodes_ = s->nodes;
+    return Status::Ok();
+  }
+
+  // The time of the trace's last message, from the last block that holds
+  // messages.
+  Status ReadLastTime(const std::vector<trace::BinaryBlockInfo>& blocks) {
+    uint64_t b = blocks.size();
+    while (b > 0 && blocks[b - 1].messages == 0) --b;
+    if (b == 0) return Status::Ok();
+    Result<std::unique_ptr<trace::TraceReader>> opened =
+        trace::OpenBinaryBlockRange(reader_.path(), b - 1, b, RangeNodes(),
+                                    seek_options_);
+    if (!opened.ok()) return opened.status();
+    trace::Record rec;
+    while ((*opened)->Next(rec)) last_ts_ = rec.ts_ns;
+    return (*opened)->status();
+  }
+
+  // The whole file's size and CRC-32 (its raw bytes, as a whole read's
+  // InputStream keeps them): a read at disk speed, with no decoding.
+  Status ReadWholeChecksum() {
+    Result<std::unique_ptr<trace::InputStream>> in =
+        trace::OpenInputStream(reader_.path());
+    if (!in.ok()) return in.status();
+    std::vector<char> buf(size_t{1} << 20);
+    for (;;) {
+      Result<size_t> got = (*in)->Read(buf.data(), buf.size());
+      if (!got.ok()) return got.status();
+      if (*got == 0) break;
+    }
+    whole_bytes_ = (*in)->raw_bytes_read();
+    whole_crc32_ = (*in)->raw_crc32();
+    return Status::Ok();
+  }
+
   void NoteHeld(const std::vector<std::unique_ptr<Segment>>& open) {
     uint64_t held = held_busy_;
     for (const auto& s : open) held += s->records;
@@ -428,9 +632,12 @@ class StreamDriver {
   }
 
   std::unique_ptr<SegmentReader> ReaderFor(Segment& s) {
-    auto nodes = std::make_shared<trace::NodeTable>();
-    for (size_t i = 0; i < reader_.nodes().size(); ++i) {
-      nodes->Intern(reader_.nodes().Name(static_cast<trace::NodeId>(i)));
+    std::shared_ptr<trace::NodeTable> nodes = s.nodes;
+    if (nodes == nullptr) {
+      nodes = std::make_shared<trace::NodeTable>();
+      for (size_t i = 0; i < reader_.nodes().size(); ++i) {
+        nodes->Intern(reader_.nodes().Name(static_cast<trace::NodeId>(i)));
+      }
     }
     return std::make_unique<SegmentReader>(reader_.path(), std::move(nodes),
                                            reader_.meta(), std::move(s.chunks));
@@ -471,6 +678,7 @@ class StreamDriver {
     job->own_until = s->own_until;
     job->reader = ReaderFor(*s);
     job->params = params;
+    job->counts = std::move(s->counts);
     s.reset();
     if (pool_.empty()) {
       held_busy_ = records;
@@ -494,10 +702,12 @@ class StreamDriver {
     TimeNs own_from = kMinTime, own_until = kMaxTime;
     std::unique_ptr<SegmentReader> reader;
     Params params;
+    SeekCounts counts;
   };
 
   static SegmentResult Nest(Job& job) {
     SegmentResult out;
+    out.counts = std::move(job.counts);
     AssignedSegment a;
     out.status = AssignSegment(*job.reader, job.params, &a);
     job.reader.reset();
@@ -567,6 +777,11 @@ class StreamDriver {
     const InputStats& in = r.result.input;
     pairs_ += r.pairs;
     unmatched_calls_ += r.unmatched_calls;
+    free_messages_ += r.counts.free_messages;
+    call_ret_messages_ += r.counts.call_ret_messages;
+    for (std::string& m : r.counts.meta) {
+      if (meta_.size() < kMaxInputMeta) meta_.push_back(std::move(m));
+    }
     evicted_ += in.pending_calls_evicted;
     unfinished_ += in.unfinished_roots;
     parallelism_sum_ += in.mean_parallelism * static_cast<double>(r.pairs);
@@ -609,6 +824,15 @@ class StreamDriver {
     }
     InputStats& in = r.input;
     TakeReaderStats(reader_, &in);
+    if (seeking_) {
+      // The main reader read only the file's head.
+      in.bytes = whole_bytes_;
+      in.crc32 = whole_crc32_;
+      in.has_crc32 = true;
+      in.nodes = seek_nodes_->size();
+      in.node_names_folded = seek_nodes_->folded();
+      in.meta = std::move(meta_);
+    }
     in.messages = messages_;
     in.free_messages = free_messages_;
     in.call_pairs = pairs_;
@@ -638,10 +862,17 @@ class StreamDriver {
   const uint64_t rank_, ranks_;
   std::function<Result<StreamOptions::Parts>(const StreamOptions::Parts&)>
       gather_;
+  const bool seek_;
+  const trace::ReaderOptions seek_options_;
   PatternMerger merger_;
   std::optional<NestingResult> single_;
 
   // Read by the main thread only.
+  bool seeking_ = false;      // ReadSeeking() cut the segments
+  uint64_t whole_bytes_ = 0;  // by ReadWholeChecksum()
+  uint32_t whole_crc32_ = 0;
+  std::shared_ptr<trace::NodeTable> seek_nodes_;
+  std::vector<std::string> meta_;  // the segments' SeekCounts::meta, in order
   TimeNs first_ts_ = 0, last_ts_ = 0;
   uint64_t messages_ = 0, free_messages_ = 0, call_ret_messages_ = 0;
   uint64_t segments_ = 0, merged_ = 0;

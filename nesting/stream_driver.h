@@ -50,12 +50,29 @@ struct StreamOptions {
   int rank = 0, ranks = 1;
   using Parts = std::vector<std::pair<uint64_t, std::string>>;
   std::function<Result<Parts>(const Parts&)> gather;
+
+  // Seeking instead of scanning, under several ranks (issue 17: "a block
+  // index in the binary form makes that a seek, not a scan"): when the
+  // reader's file (reader.path()) is an uncompressed binary trace with a
+  // block index, each rank reads only the blocks that hold its own
+  // segments (trace::OpenBinaryBlockRange, with these reader options), and
+  // rank 0 also the file's checksum and its last block. The segments, and
+  // so the result, are exactly those of a whole read. Otherwise, or
+  // without `seek`, every rank reads the whole trace, and
+  // StreamReport::whole_read_why says why.
+  bool seek = false;
+  trace::ReaderOptions seek_options;
 };
 
 struct StreamReport {
   uint64_t segments = 0;
   // The most messages held at once by the segments read or being nested.
   uint64_t most_messages_held = 0;
+  // Messages this process decoded: the whole trace, or under seeking only
+  // those of the blocks its segments need.
+  uint64_t messages_read = 0;
+  bool seeked = false;
+  std::string whole_read_why;  // with StreamOptions::seek, why not
 };
 
 // Params::threads segments are nested at once, each on one thread. Under

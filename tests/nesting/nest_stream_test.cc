@@ -8,17 +8,23 @@
 #include <sys/wait.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "nesting/output.h"
+#include "nesting/stream_driver.h"
 #include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
+#include "trace/reader.h"
 
 namespace {
 
@@ -230,6 +236,125 @@ TEST(NestStreamTest, BadSearchFlagsAreRefused) {
       << out;
 }
 
+// The stream driver's split across ranks (StreamOptions::rank, ranks,
+// gather), here as threads of one process with an in-memory gather, so
+// that it runs without MPI and under the sanitizers: every rank reading
+// the whole trace, or seeking its own blocks of a binary trace, rank 0's
+// result is one process's, to the byte, and a seeking rank decodes only
+// part of the trace.
+class InProcessRanks {
+ public:
+  explicit InProcessRanks(int ranks) : ranks_(ranks) {}
+  // As MPI_Gatherv: every rank's parts reach rank 0, which waits for all.
+  bbprof::Result<bbprof::nesting::StreamOptions::Parts> Gather(
+      int rank, const bbprof::nesting::StreamOptions::Parts& mine) {
+    std::unique_lock lock(mu_);
+    all_.insert(all_.end(), mine.begin(), mine.end());
+    ++arrived_;
+    cv_.notify_all();
+    if (rank != 0) return bbprof::nesting::StreamOptions::Parts{};
+    cv_.wait(lock, [&] { return arrived_ == ranks_; });
+    return all_;
+  }
+
+ private:
+  const int ranks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  bbprof::nesting::StreamOptions::Parts all_;
+};
+
+struct RanksRun {
+  std::string json;  // rank 0's result
+  std::vector<bbprof::nesting::StreamReport> reports;
+};
+
+RanksRun NestOnRanks(const std::string& path, int ranks, bool seek,
+                     uint64_t segment) {
+  InProcessRanks gather(ranks);
+  RanksRun run;
+  run.reports.resize(static_cast<size_t>(ranks));
+  std::vector<bbprof::Result<bbprof::nesting::NestingResult>> results(
+      static_cast<size_t>(ranks), bbprof::Status::Error("not run"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      auto reader = bbprof::trace::OpenTraceReader(path);
+      if (!reader.ok()) {
+        results[static_cast<size_t>(r)] = reader.status();
+        return;
+      }
+      bbprof::nesting::StreamOptions options;
+      options.segment_messages = segment;
+      options.rank = r;
+      options.ranks = ranks;
+      options.seek = seek;
+      options.gather = [&gather, r](const auto& mine) {
+        return gather.Gather(r, mine);
+      };
+      results[static_cast<size_t>(r)] = bbprof::nesting::RunNestingStream(
+          **reader, bbprof::nesting::Params{}, options,
+          &run.reports[static_cast<size_t>(r)]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_TRUE(results[static_cast<size_t>(r)].ok())
+        << "rank " << r << ": "
+        << results[static_cast<size_t>(r)].status().message();
+  }
+  if (results[0].ok()) {
+    run.json = bbprof::nesting::ResultToJson(*results[0]).dump();
+  }
+  return run;
+}
+
+TEST(NestRanksTest, SeekingOrNotRankZeroHasTheResultOfOneProcess) {
+  TempDir dir;
+  const std::string bbt = Maketrace(dir, "multitier-normal", 90000);
+  // Meta lines amid the messages and after them, in the binary form.
+  std::string out;
+  const std::string text = dir.File("m.trace");
+  ASSERT_EQ(RunCli("convert " + bbt + " " + text, &out), 0) << out;
+  std::string lines = ReadFile(text);
+  const size_t mid = lines.find('\n', lines.size() / 2) + 1;
+  lines.insert(mid, "#meta in the middle\n");
+  lines += "#meta after the last message\n";
+  const std::string with_meta = dir.Write("meta.trace", lines);
+  const std::string seekable = dir.File("meta.bbt");
+  ASSERT_EQ(RunCli("convert " + with_meta + " " + seekable, &out), 0) << out;
+
+  constexpr uint64_t kSegment = 20000;
+  const RanksRun one = NestOnRanks(seekable, 1, false, kSegment);
+  ASSERT_NE(one.json.find("after the last message"), std::string::npos);
+  ASSERT_EQ(one.reports[0].messages_read, 90002u);
+  for (int ranks : {2, 3}) {
+    for (bool seek : {false, true}) {
+      const RanksRun run = NestOnRanks(seekable, ranks, seek, kSegment);
+      EXPECT_EQ(run.json, one.json) << ranks << " ranks, seek " << seek;
+      for (const auto& report : run.reports) {
+        EXPECT_EQ(report.seeked, seek);
+        EXPECT_EQ(report.segments, one.reports[0].segments);
+        if (seek) {
+          EXPECT_LT(report.messages_read, 90002u * 3 / 4);
+          EXPECT_GT(report.messages_read, 0u);
+        } else {
+          EXPECT_EQ(report.messages_read, 90002u);
+        }
+      }
+    }
+  }
+  // A text trace has no block index: every rank reads it whole, and says
+  // why.
+  const RanksRun run = NestOnRanks(with_meta, 2, true, kSegment);
+  EXPECT_EQ(run.json, NestOnRanks(with_meta, 1, false, kSegment).json);
+  EXPECT_FALSE(run.reports[0].seeked);
+  EXPECT_NE(run.reports[0].whole_read_why.find("not a bbprof binary trace"),
+            std::string::npos)
+      << run.reports[0].whole_read_why;
+}
+
 #ifdef BBPROF_MPI
 // The MPI driver (nesting/mpi_driver.h): two and three ranks on this
 // machine, over loopback TCP only, give the bytes one process gives with
@@ -284,6 +409,112 @@ TEST(NestMpiTest, RanksGiveTheBytesOfOneProcess) {
   EXPECT_EQ(RunMpi(2, "nest " + small + " --search memory", &out), 1) << out;
   EXPECT_NE(out.find("under mpirun, nest streams the trace"), std::string::npos)
       << out;
+}
+
+// The rank's share of the trace's messages that it decoded, from nest's
+// "rank 0 decoded X of the Y messages" line; -1 if there is none.
+double DecodedShare(const std::string& out) {
+  const size_t at = out.find("rank 0 decoded ");
+  unsigned long long x = 0, y = 0;
+  if (at == std::string::npos ||
+      std::sscanf(out.c_str() + at, "rank 0 decoded %llu of the %llu", &x,
+                  &y) != 2 ||
+      y == 0) {
+    return -1;
+  }
+  return static_cast<double>(x) / static_cast<double>(y);
+}
+
+// With the block index of a binary trace, each rank decodes only the
+// blocks of its own segments (StreamOptions::seek), and the result is
+// still one process's, to the byte: the input's size, CRC-32, node count
+// and folded names, and its meta lines in file order, also those in the
+// middle of the trace and after its last message (a capture's footer). A
+// text trace, or renamed nodes, fall back to every rank reading it all,
+// and nest says so.
+TEST(NestMpiTest, RanksSeekOnlyTheirBlocksOfABinaryTrace) {
+  TempDir dir;
+  const std::string text = dir.File("m.trace");
+  std::string out;
+  ASSERT_EQ(RunCli("maketrace " + std::string(BBPROF_SOURCE_DIR) +
+                       "/samples/multitier-normal.conf -q --seed 3 "
+                       "--messages 120000 -o " +
+                       text,
+                   &out),
+            0)
+      << out;
+  // Meta lines among the messages: every 9,973 lines (some inside a
+  // segment's overlap, on either side of its edge), and after the last
+  // message.
+  std::string with_meta;
+  {
+    const std::string lines = ReadFile(text);
+    size_t line = 0;
+    for (size_t at = 0; at < lines.size();) {
+      const size_t eol = lines.find('\n', at);
+      with_meta.append(lines, at, eol - at + 1);
+      at = eol + 1;
+      if (++line % 9973 == 0) {
+        with_meta += "#meta mid " + std::to_string(line) + "\n";
+      }
+    }
+    with_meta += "#meta footer packets=123\n#meta footer end\n";
+  }
+  const std::string meta_text = dir.Write("meta.trace", with_meta);
+  const std::string bbt = dir.File("meta.bbt");
+  ASSERT_EQ(RunCli("convert " + meta_text + " " + bbt, &out), 0) << out;
+
+  for (const std::string& flags :
+       {std::string("--segment-messages 20000 --threads 1"),
+        std::string("--segment-messages 20000 --threads 2 --max-nodes 4"),
+        std::string("--segment-messages 45000 --threads 1")}) {
+    const nlohmann::json one = Nest(bbt + " -q --search stream " + flags);
+    ASSERT_GE(one["input"]["meta"].size(), 4u);
+    EXPECT_EQ(one["input"]["meta"].back(), "footer end");
+    for (int ranks : {2, 3}) {
+      const std::string json = dir.File("mpi.json");
+      ASSERT_EQ(
+          RunMpi(ranks, "nest " + bbt + " " + flags + " --json " + json, &out),
+          0)
+          << out;
+      EXPECT_EQ(nlohmann::json::parse(ReadFile(json)).dump(), one.dump())
+          << flags << " on " << ranks << " ranks";
+      EXPECT_EQ(out.find("every rank read the whole trace"), std::string::npos)
+          << out;
+      // Rank 0 nests every ranks-th segment, with its overlaps, and reads
+      // whole blocks of about 6,500 messages: under 0.73 of the trace on
+      // two ranks, under half on three.
+      const double share = DecodedShare(out);
+      EXPECT_GT(share, 0) << out;
+      EXPECT_LT(share, ranks == 2 ? 0.8 : 0.6) << out;
+    }
+  }
+  // Folded names are warned about from the counts, as in one process.
+  ASSERT_EQ(RunMpi(2, "nest " + bbt + " --segment-messages 20000 --max-nodes 4",
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("more than 4 distinct node names"), std::string::npos)
+      << out;
+
+  // The text form and renamed nodes: every rank reads it all, same bytes.
+  const std::string flags = "--segment-messages 20000";
+  for (const auto& [input, why] :
+       std::vector<std::pair<std::string, std::string>>{
+           {meta_text, "not a bbprof binary trace"},
+           {bbt + " --granularity service", "renames nodes"}}) {
+    const nlohmann::json one = Nest(input + " -q --search stream " + flags);
+    const std::string json = dir.File("mpi.json");
+    ASSERT_EQ(
+        RunMpi(2, "nest " + input + " " + flags + " --json " + json, &out), 0)
+        << out;
+    EXPECT_EQ(nlohmann::json::parse(ReadFile(json)).dump(), one.dump())
+        << input;
+    EXPECT_NE(out.find("every rank read the whole trace"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find(why), std::string::npos) << out;
+    EXPECT_EQ(DecodedShare(out), 1.0) << out;
+  }
 }
 #endif
 
