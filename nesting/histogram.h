@@ -64,6 +64,12 @@ class LogHistogram {
     return {std::map<int, uint64_t>(bins_.begin(), bins_.end()), count_,
             sum_ns_, min_, max_};
   }
+  // The fine bin of a value: k >= 1 holds values in [1.01^(k-1), 1.01^k)
+  // ns, -k the same negative values (possible only under clock skew), 0
+  // holds 0. Exactly 1 + floor(ln(value) / ln(1.01)) as the C library's log
+  // computes it, without calling it below 2^46 ns.
+  static int BinOf(trace::TimeNs value);
+
   static LogHistogram FromState(State s) {
     LogHistogram h;
     h.bins_.assign(s.bins.begin(), s.bins.end());
@@ -75,16 +81,15 @@ class LogHistogram {
   }
 
  private:
-  // Bin k >= 1 holds values in [1.01^(k-1), 1.01^k) ns, bin -k the same
-  // negative values (possible only under clock skew), bin 0 holds 0.
-  static int BinOf(trace::TimeNs value);
   static double BinMid(int bin);
   // (bin, count), bins ascending, only the non-empty ones: a node's latency
   // spans few bins. A sorted vector, not a std::map: Add runs for every
   // call of every request (three histograms each), and a search of a
   // contiguous array of at most a few hundred entries, after a check of
-  // the bin the previous value fell in, costs a fraction of a tree walk
-  // and a third of its memory.
+  // the bin the previous value fell in and of where the bin would be if
+  // the bins from there on were all present (as they are where a busy
+  // histogram's values gather), costs a fraction of a tree walk and a
+  // third of its memory.
   std::vector<std::pair<int, uint64_t>> bins_;
   size_t last_ = 0;  // where the previous Add's bin is in bins_
   uint64_t count_ = 0;

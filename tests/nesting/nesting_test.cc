@@ -658,6 +658,40 @@ TEST(NestingTest, HistogramQuantilesAreWithinOnePercent) {
   EXPECT_NEAR(s.p99, 0.990, 0.990 * 0.011);
 }
 
+// A value's bin is found from tables, not a log (histogram.cc, FastBins):
+// it must be the log's bin to the nanosecond, at every bin's edge (the
+// integers around 1.01^k, for every k below 2^46 ns), for values drawn
+// over every decade, negative, and past the tables.
+TEST(NestingTest, HistogramBinIsTheLogsBinToTheNanosecond) {
+  const double step = std::log(1.01);
+  auto by_log = [&](trace::TimeNs v) {
+    return 1 + static_cast<int>(std::log(static_cast<double>(v)) / step);
+  };
+  EXPECT_EQ(LogHistogram::BinOf(0), 0);
+  int edges = 0;
+  for (int k = 0;; ++k) {
+    const double edge = std::exp(k * step);
+    if (edge >= std::ldexp(1.0, 47)) break;
+    const auto at = static_cast<trace::TimeNs>(edge);
+    for (trace::TimeNs v = std::max<trace::TimeNs>(1, at - 3); v <= at + 3;
+         ++v) {
+      ASSERT_EQ(LogHistogram::BinOf(v), by_log(v)) << v;
+      ASSERT_EQ(LogHistogram::BinOf(-v), -by_log(v)) << -v;
+    }
+    ++edges;
+  }
+  EXPECT_GT(edges, 3000);
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 1000000; ++i) {
+    const auto v = static_cast<trace::TimeNs>(
+        std::exp(std::uniform_real_distribution<double>(0, 43)(rng)));
+    ASSERT_EQ(LogHistogram::BinOf(v), by_log(v)) << v;
+  }
+  for (int i = 1; i <= 20000; ++i) {
+    ASSERT_EQ(LogHistogram::BinOf(i), by_log(i)) << i;
+  }
+}
+
 // The bins are a sorted array filled in any order (Add searches and
 // inserts) and merged by the stream driver: the order values come in, and
 // how they are split among histograms merged afterwards, change nothing.
