@@ -108,10 +108,12 @@ struct Segment {
 class SegmentReader : public trace::TraceReader {
  public:
   SegmentReader(const std::string& path, std::shared_ptr<trace::NodeTable> nodes,
-                std::vector<std::string> meta, std::deque<Chunk> chunks)
-      : TraceReader(path, std::move(nodes)), chunks_(std::move(chunks)) {
+                std::vector<std::string> meta, std::deque<Chunk> chunks,
+                uint64_t records)
+      : TraceReader(path, std::move(nodes)),
+        chunks_(std::move(chunks)),
+        records_(records) {
     meta_ = std::move(meta);
-    for (const Chunk& c : chunks_) records_ += c.records.size();
   }
   uint64_t raw_bytes_read() const override { return 0; }
   uint64_t records_expected() const override { return records_; }
@@ -488,12 +490,13 @@ class StreamDriver {
       to_read += SegmentEnd(k, n, count) - SegmentStart(k);
     }
     Progress progress("nest: reading this rank's segments", to_read, false);
+    uint64_t kept = 0;  // of to_read
     for (uint64_t k = 0; k < count && status.ok(); ++k) {
       auto s = std::make_unique<Segment>();
       s->index = k;
       s->owns_any = true;
       if (Mine(k)) {
-        status = ReadSegment(blocks, before, count, s.get(), progress);
+        status = ReadSegment(blocks, before, count, s.get(), progress, &kept);
       }
       if (status.ok()) status = Dispatch(std::move(s));
     }
@@ -527,7 +530,7 @@ class StreamDriver {
   // lines after the last message.
   Status ReadSegment(const std::vector<trace::BinaryBlockInfo>& blocks,
                      const std::vector<uint64_t>& before, uint64_t count,
-                     Segment* s, Progress& progress) {
+                     Segment* s, Progress& progress, uint64_t* kept) {
     const uint64_t k = s->index, n = before.back();
     const uint64_t lo = SegmentStart(k), hi = SegmentEnd(k, n, count);
     const uint64_t own_lo = k * segment_;
@@ -576,7 +579,7 @@ class StreamDriver {
                                                : s->counts.call_ret_messages);
         }
         s->Add(rec);
-        progress.Update(report_->messages_read);
+        progress.Update(++*kept);
         report_->most_messages_held = std::max<uint64_t>(
             report_->most_messages_held, held_busy_ + s->records);
       }
@@ -640,7 +643,7 @@ class StreamDriver {
       }
     }
     return std::make_unique<SegmentReader>(reader_.path(), std::move(nodes),
-                                           reader_.meta(), std::move(s.chunks));
+                                           reader_.meta(), std::move(s.chunks), s.records);
   }
 
   // The whole trace in one segment: the in-memory driver's passes, all of
