@@ -274,10 +274,7 @@ void TakeReaderStats(trace::TraceReader& reader, InputStats* in) {
   in->nodes = reader.nodes().size();
   in->node_names_folded = reader.nodes().folded();
   in->meta.clear();
-  for (const std::string& m : reader.meta()) {
-    if (in->meta.size() == kMaxInputMeta) break;
-    in->meta.push_back(m.substr(0, kMaxInputMetaChars));
-  }
+  for (const std::string& m : reader.meta()) KeepInputMeta(m, &in->meta);
 }
 
 Status AssignSegment(trace::TraceReader& reader, const Params& params,

@@ -193,6 +193,16 @@ struct Pattern {
 inline constexpr size_t kMaxInputMeta = 64;
 inline constexpr size_t kMaxInputMetaChars = 4096;
 
+// Adds a "#meta" line to what a result keeps of its input's (InputStats::
+// meta): cut to kMaxInputMetaChars, and only while fewer than
+// kMaxInputMeta are kept, so a trace of endless meta lines cannot grow it.
+inline void KeepInputMeta(std::string_view line,
+                          std::vector<std::string>* kept) {
+  if (kept->size() < kMaxInputMeta) {
+    kept->emplace_back(line.substr(0, kMaxInputMetaChars));
+  }
+}
+
 struct InputStats {
   std::string path;
   uint64_t messages = 0;

@@ -461,14 +461,17 @@ class StreamDriver {
   // last times and the whole file's CRC-32, which names the input in the
   // result. A trace of one segment is read whole by rank 0 alone.
   Status ReadSeeking() {
-    Result<std::vector<trace::BinaryBlockInfo>> index =
-        trace::ReadBinaryBlockIndex(reader_.path());
-    if (!index.ok()) {
-      report_->whole_read_why = index.status().message();
+    // The index is read and checked once, here; every segment's range
+    // reader is opened from it.
+    Result<std::shared_ptr<const trace::BinaryTraceIndex>> opened =
+        trace::OpenBinaryIndex(reader_.path());
+    if (!opened.ok()) {
+      report_->whole_read_why = opened.status().message();
       return Read();
     }
     report_->seeked = true;
-    const std::vector<trace::BinaryBlockInfo>& blocks = *index;
+    const trace::BinaryTraceIndex& index = **opened;
+    const std::vector<trace::BinaryBlockInfo>& blocks = index.blocks();
     // before[b]: the messages in the blocks before block b.
     std::vector<uint64_t> before(blocks.size() + 1, 0);
     for (size_t b = 0; b < blocks.size(); ++b) {
@@ -496,12 +499,12 @@ class StreamDriver {
       s->index = k;
       s->owns_any = true;
       if (Mine(k)) {
-        status = ReadSegment(blocks, before, count, s.get(), progress, &kept);
+        status = ReadSegment(index, before, count, s.get(), progress, &kept);
       }
       if (status.ok()) status = Dispatch(std::move(s));
     }
     progress.Finish();
-    if (status.ok() && rank_ == 0) status = ReadLastTime(blocks);
+    if (status.ok() && rank_ == 0) status = ReadLastTime(index);
     if (checksum) checksum->join();
     BBPROF_RETURN_IF_ERROR(status);
     return checksum_status;
@@ -528,7 +531,7 @@ class StreamDriver {
   // after message kS - 1, so in that block or later) to the block of its
   // last, or for the last segment to the end of the file, for the meta
   // lines after the last message.
-  Status ReadSegment(const std::vector<trace::BinaryBlockInfo>& blocks,
+  Status ReadSegment(const trace::BinaryTraceIndex& index,
                      const std::vector<uint64_t>& before, uint64_t count,
                      Segment* s, Progress& progress, uint64_t* kept) {
     const uint64_t k = s->index, n = before.back();
@@ -541,11 +544,11 @@ class StreamDriver {
           before.begin() - 1);
     };
     const uint64_t first = k == 0 ? 0 : block_of(lo);
-    const uint64_t end = k + 1 == count ? blocks.size() : block_of(hi - 1) + 1;
+    const uint64_t end =
+        k + 1 == count ? index.blocks().size() : block_of(hi - 1) + 1;
     s->nodes = RangeNodes();
     Result<std::unique_ptr<trace::TraceReader>> opened =
-        trace::OpenBinaryBlockRange(reader_.path(), first, end, s->nodes,
-                                    seek_options_);
+        trace::OpenBinaryBlockRange(index, first, end, s->nodes, seek_options_);
     if (!opened.ok()) return opened.status();
     trace::TraceReader& in = **opened;
     // A meta line between messages i - 1 and i is at position i (0: before
@@ -560,10 +563,7 @@ class StreamDriver {
         if (position < own_lo || (position >= own_hi && k + 1 < count)) {
           continue;
         }
-        if (s->counts.meta.size() < kMaxInputMeta) {
-          s->counts.meta.push_back(
-              meta[meta_seen].substr(0, kMaxInputMetaChars));
-        }
+        KeepInputMeta(meta[meta_seen], &s->counts.meta);
       }
     };
     uint64_t i = before[first];
@@ -598,12 +598,13 @@ class StreamDriver {
 
   // The time of the trace's last message, from the last block that holds
   // messages.
-  Status ReadLastTime(const std::vector<trace::BinaryBlockInfo>& blocks) {
+  Status ReadLastTime(const trace::BinaryTraceIndex& index) {
+    const std::vector<trace::BinaryBlockInfo>& blocks = index.blocks();
     uint64_t b = blocks.size();
     while (b > 0 && blocks[b - 1].messages == 0) --b;
     if (b == 0) return Status::Ok();
     Result<std::unique_ptr<trace::TraceReader>> opened =
-        trace::OpenBinaryBlockRange(reader_.path(), b - 1, b, RangeNodes(),
+        trace::OpenBinaryBlockRange(index, b - 1, b, RangeNodes(),
                                     seek_options_);
     if (!opened.ok()) return opened.status();
     trace::Record rec;
@@ -782,9 +783,7 @@ class StreamDriver {
     unmatched_calls_ += r.unmatched_calls;
     free_messages_ += r.counts.free_messages;
     call_ret_messages_ += r.counts.call_ret_messages;
-    for (std::string& m : r.counts.meta) {
-      if (meta_.size() < kMaxInputMeta) meta_.push_back(std::move(m));
-    }
+    for (const std::string& m : r.counts.meta) KeepInputMeta(m, &meta_);
     evicted_ += in.pending_calls_evicted;
     unfinished_ += in.unfinished_roots;
     parallelism_sum_ += in.mean_parallelism * static_cast<double>(r.pairs);

@@ -1514,11 +1514,12 @@ Result<IndexedFile> OpenIndexed(const std::string& path) {
   return file;
 }
 
+// A reader of blocks [first, end) of the file `index` describes, read
+// through `fd`, which the reader owns from here on (closed on failure too).
 Result<std::unique_ptr<TraceReader>> OpenPlannedRange(
-    const std::string& path, const IndexedFile& file, uint64_t first,
+    const std::string& path, int fd, const BlockIndex& index, uint64_t first,
     uint64_t end, RangePlan plan, std::shared_ptr<NodeTable> nodes,
     const ReaderOptions& options) {
-  const BlockIndex& index = file.index;
   plan.first = first;
   plan.entries.assign(index.blocks.begin() + static_cast<ptrdiff_t>(first),
                       index.blocks.begin() + static_cast<ptrdiff_t>(end));
@@ -1531,8 +1532,8 @@ Result<std::unique_ptr<TraceReader>> OpenPlannedRange(
       first < end ? index.blocks[first].offset : plan.end_offset;
   if (nodes == nullptr) nodes = std::make_shared<NodeTable>();
   auto reader = std::make_unique<BinaryReader>(
-      std::make_unique<FileRangeInput>(file.fd, path, begin, plan.end_offset),
-      path, std::move(nodes), options);
+      std::make_unique<FileRangeInput>(fd, path, begin, plan.end_offset), path,
+      std::move(nodes), options);
   BBPROF_RETURN_IF_ERROR(reader->OpenRange(std::move(plan), index));
   return std::unique_ptr<TraceReader>(std::move(reader));
 }
@@ -1573,28 +1574,66 @@ std::unique_ptr<TraceWriter> NewBinaryWriter(std::unique_ptr<OutputStream> out,
   return std::make_unique<BinaryWriter>(std::move(out), nodes);
 }
 
-Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
+struct BinaryTraceIndex::Impl {
+  std::string path;
+  IndexedFile file;
+  ~Impl() { ::close(file.fd); }
+};
+
+BinaryTraceIndex::BinaryTraceIndex(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+BinaryTraceIndex::~BinaryTraceIndex() = default;
+
+const std::string& BinaryTraceIndex::path() const { return impl_->path; }
+
+const std::vector<BinaryBlockInfo>& BinaryTraceIndex::blocks() const {
+  return impl_->file.index.blocks;
+}
+
+Result<std::shared_ptr<const BinaryTraceIndex>> OpenBinaryIndex(
     const std::string& path) {
   Result<IndexedFile> file = OpenIndexed(path);
   if (!file.ok()) return file.status();
-  ::close(file->fd);
-  return std::move(file->index.blocks);
+  auto impl = std::make_unique<BinaryTraceIndex::Impl>();
+  impl->path = path;
+  impl->file = std::move(*file);
+  return std::shared_ptr<const BinaryTraceIndex>(
+      std::make_shared<BinaryTraceIndex>(std::move(impl)));
+}
+
+Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
+    const std::string& path) {
+  Result<std::shared_ptr<const BinaryTraceIndex>> index = OpenBinaryIndex(path);
+  if (!index.ok()) return index.status();
+  return (*index)->blocks();
+}
+
+Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
+    const BinaryTraceIndex& index, uint64_t first, uint64_t end,
+    std::shared_ptr<NodeTable> nodes, const ReaderOptions& options) {
+  const BinaryTraceIndex::Impl& impl = index.impl();
+  const uint64_t n = impl.file.index.blocks.size();
+  if (first > end || end > n) {
+    return Status::Error(impl.path + ": block range [" + std::to_string(first) +
+                         ", " + std::to_string(end) + ") is not within its " +
+                         std::to_string(n) + " blocks");
+  }
+  // A descriptor of its own for the reader (pread keeps no shared offset),
+  // on the file the index was read from, whatever the path names now.
+  const int fd = ::fcntl(impl.file.fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    return Status::Error(impl.path + ": cannot open: " + std::strerror(errno));
+  }
+  return OpenPlannedRange(impl.path, fd, impl.file.index, first, end,
+                          RangePlan{}, std::move(nodes), options);
 }
 
 Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
     const std::string& path, uint64_t first, uint64_t end,
     std::shared_ptr<NodeTable> nodes, const ReaderOptions& options) {
-  Result<IndexedFile> file = OpenIndexed(path);
-  if (!file.ok()) return file.status();
-  const uint64_t n = file->index.blocks.size();
-  if (first > end || end > n) {
-    ::close(file->fd);
-    return Status::Error(path + ": block range [" + std::to_string(first) +
-                         ", " + std::to_string(end) + ") is not within its " +
-                         std::to_string(n) + " blocks");
-  }
-  return OpenPlannedRange(path, *file, first, end, RangePlan{},
-                          std::move(nodes), options);
+  Result<std::shared_ptr<const BinaryTraceIndex>> index = OpenBinaryIndex(path);
+  if (!index.ok()) return index.status();
+  return OpenBinaryBlockRange(**index, first, end, std::move(nodes), options);
 }
 
 Result<std::unique_ptr<TraceReader>> OpenBinaryTimeRange(
@@ -1613,8 +1652,9 @@ Result<std::unique_ptr<TraceReader>> OpenBinaryTimeRange(
     last = i;
   }
   if (first == blocks.size()) last = first - 1;  // none: an empty range
-  Result<std::unique_ptr<TraceReader>> inner = OpenPlannedRange(
-      path, *file, first, last + 1, RangePlan{}, nodes, options);
+  Result<std::unique_ptr<TraceReader>> inner =
+      OpenPlannedRange(path, file->fd, file->index, first, last + 1,
+                       RangePlan{}, nodes, options);
   if (!inner.ok()) return inner.status();
   auto reader = std::make_unique<TimeRangeFilter>(
       std::move(*inner), from_ns, to_ns, !options.allow_unsorted);

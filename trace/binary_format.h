@@ -129,6 +129,31 @@ struct BinaryBlockInfo {
 Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
     const std::string& path);
 
+// The block index of an uncompressed version-2 binary trace, read and
+// checked once (OpenBinaryIndex) for opening many block ranges of it: a
+// driver that reads a trace segment by segment does not re-read and
+// re-check the index for each. It keeps the file open, so every range is
+// read from the file the index describes, even if PATH is replaced later.
+class BinaryTraceIndex {
+ public:
+  struct Impl;
+  explicit BinaryTraceIndex(std::unique_ptr<Impl> impl);
+  ~BinaryTraceIndex();
+  BinaryTraceIndex(const BinaryTraceIndex&) = delete;
+  BinaryTraceIndex& operator=(const BinaryTraceIndex&) = delete;
+
+  const std::string& path() const;
+  const std::vector<BinaryBlockInfo>& blocks() const;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// PATH's block index, as ReadBinaryBlockIndex checks it; the same errors.
+Result<std::shared_ptr<const BinaryTraceIndex>> OpenBinaryIndex(
+    const std::string& path);
+
 // A reader of blocks [first, end) of PATH (as ReadBinaryBlockIndex numbers
 // them): the records and meta lines of those blocks, in file order, reading
 // from the first one's offset. Reading [0, k) then [k, n) gives exactly what
@@ -136,6 +161,12 @@ Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
 // whole file. Each block is checked against its index entry.
 Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
     const std::string& path, uint64_t first, uint64_t end,
+    std::shared_ptr<NodeTable> nodes = nullptr,
+    const ReaderOptions& options = {});
+
+// The same, from an index already opened: no re-reading of the index.
+Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
+    const BinaryTraceIndex& index, uint64_t first, uint64_t end,
     std::shared_ptr<NodeTable> nodes = nullptr,
     const ReaderOptions& options = {});
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <libdeflate.h>
 
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -960,6 +961,43 @@ TEST_F(BinaryIndexTest, BlockRangesConcatenateToTheWholeTrace) {
   EXPECT_EQ(ReadContents(OpenBinaryBlockRange(path_, 2, n + 1)).error,
             path_ + ": block range [2, " + std::to_string(n + 1) +
                 ") is not within its " + std::to_string(n) + " blocks");
+}
+
+// An index opened once serves every range (as the stream driver's segments
+// use it), and keeps reading the file it was read from: a trace replaced at
+// its path meanwhile is not mixed in.
+TEST_F(BinaryIndexTest, AnOpenedIndexServesEveryRangeOfItsOwnFile) {
+  Result<std::shared_ptr<const BinaryTraceIndex>> index =
+      OpenBinaryIndex(path_);
+  ASSERT_TRUE(index.ok()) << index.status().message();
+  EXPECT_EQ((*index)->path(), path_);
+  ASSERT_EQ((*index)->blocks().size(), blocks_.size());
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    EXPECT_EQ((*index)->blocks()[i].offset, blocks_[i].offset);
+    EXPECT_EQ((*index)->blocks()[i].messages, blocks_[i].messages);
+  }
+  // Another trace now at the path: the index's file is still read.
+  std::string other = dir_.Write("o.trace", RandomCanonicalTrace(6, 500));
+  ASSERT_TRUE(Copy(other, dir_.File("o.bbt"), TraceFormat::kBinary).ok());
+  ASSERT_EQ(std::rename(dir_.File("o.bbt").c_str(), path_.c_str()), 0);
+  const uint64_t n = blocks_.size();
+  for (uint64_t split : {uint64_t{0}, n / 3, n}) {
+    Contents a = ReadContents(OpenBinaryBlockRange(**index, 0, split));
+    Contents b = ReadContents(OpenBinaryBlockRange(**index, split, n));
+    ASSERT_EQ(a.error, "") << "split " << split;
+    ASSERT_EQ(b.error, "") << "split " << split;
+    a.lines.insert(a.lines.end(), b.lines.begin(), b.lines.end());
+    a.meta.insert(a.meta.end(), b.meta.begin(), b.meta.end());
+    EXPECT_TRUE(a.lines == whole_.lines) << "split " << split;
+    EXPECT_EQ(a.meta, whole_.meta) << "split " << split;
+  }
+  EXPECT_EQ(ReadContents(OpenBinaryBlockRange(**index, 4, 3)).error,
+            path_ + ": block range [4, 3) is not within its " +
+                std::to_string(n) + " blocks");
+  // The path itself now names the other trace.
+  Contents replaced = ReadContents(OpenTraceReader(path_));
+  EXPECT_EQ(replaced.error, "");
+  EXPECT_NE(replaced.lines.size(), whole_.lines.size());
 }
 
 // A node table with a limit (--max-nodes) folds the names past it into one
