@@ -81,11 +81,7 @@ dirs=("$CORPUS" "$SEEDS")
 [ -d "$REGRESSIONS" ] && dirs+=("$REGRESSIONS")
 
 # Graphviz and fontconfig keep process-lifetime caches (tests/lsan.supp).
-# Graphviz's libraries have no frame pointers: only the slow unwinder sees
-# through them to the suppressed caller (gvconfig), so render pays for it.
-unwind=""
-[ "$TARGET" = render ] && unwind=":fast_unwind_on_malloc=0"
-export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0$unwind"
+export LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 LOG="$CORPUS/../$TARGET.log"
