@@ -463,7 +463,7 @@ class StreamDriver {
   Status ReadSeeking() {
     // The index is read and checked once, here; every segment's range
     // reader is opened from it.
-    Result<std::shared_ptr<const trace::BinaryTraceIndex>> opened =
+    Result<std::unique_ptr<const trace::BinaryTraceIndex>> opened =
         trace::OpenBinaryIndex(reader_.path());
     if (!opened.ok()) {
       report_->whole_read_why = opened.status().message();

@@ -1590,22 +1590,22 @@ const std::vector<BinaryBlockInfo>& BinaryTraceIndex::blocks() const {
   return impl_->file.index.blocks;
 }
 
-Result<std::shared_ptr<const BinaryTraceIndex>> OpenBinaryIndex(
+Result<std::unique_ptr<const BinaryTraceIndex>> OpenBinaryIndex(
     const std::string& path) {
   Result<IndexedFile> file = OpenIndexed(path);
   if (!file.ok()) return file.status();
   auto impl = std::make_unique<BinaryTraceIndex::Impl>();
   impl->path = path;
   impl->file = std::move(*file);
-  return std::shared_ptr<const BinaryTraceIndex>(
-      std::make_shared<BinaryTraceIndex>(std::move(impl)));
+  return std::make_unique<const BinaryTraceIndex>(std::move(impl));
 }
 
 Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
     const std::string& path) {
-  Result<std::shared_ptr<const BinaryTraceIndex>> index = OpenBinaryIndex(path);
-  if (!index.ok()) return index.status();
-  return (*index)->blocks();
+  Result<IndexedFile> file = OpenIndexed(path);
+  if (!file.ok()) return file.status();
+  ::close(file->fd);
+  return std::move(file->index.blocks);
 }
 
 Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
@@ -1631,7 +1631,7 @@ Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
 Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
     const std::string& path, uint64_t first, uint64_t end,
     std::shared_ptr<NodeTable> nodes, const ReaderOptions& options) {
-  Result<std::shared_ptr<const BinaryTraceIndex>> index = OpenBinaryIndex(path);
+  Result<std::unique_ptr<const BinaryTraceIndex>> index = OpenBinaryIndex(path);
   if (!index.ok()) return index.status();
   return OpenBinaryBlockRange(**index, first, end, std::move(nodes), options);
 }

@@ -151,7 +151,7 @@ class BinaryTraceIndex {
 };
 
 // PATH's block index, as ReadBinaryBlockIndex checks it; the same errors.
-Result<std::shared_ptr<const BinaryTraceIndex>> OpenBinaryIndex(
+Result<std::unique_ptr<const BinaryTraceIndex>> OpenBinaryIndex(
     const std::string& path);
 
 // A reader of blocks [first, end) of PATH (as ReadBinaryBlockIndex numbers

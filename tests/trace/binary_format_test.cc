@@ -967,7 +967,7 @@ TEST_F(BinaryIndexTest, BlockRangesConcatenateToTheWholeTrace) {
 // use it), and keeps reading the file it was read from: a trace replaced at
 // its path meanwhile is not mixed in.
 TEST_F(BinaryIndexTest, AnOpenedIndexServesEveryRangeOfItsOwnFile) {
-  Result<std::shared_ptr<const BinaryTraceIndex>> index =
+  Result<std::unique_ptr<const BinaryTraceIndex>> index =
       OpenBinaryIndex(path_);
   ASSERT_TRUE(index.ok()) << index.status().message();
   EXPECT_EQ((*index)->path(), path_);
