@@ -903,6 +903,8 @@ void ExpectSameOnAnyThreads(
 }
 
 std::string GroupsTrace();  // below, with its test
+std::string FanInTrace(uint64_t seed, double arrival, double busy,
+                       int requests);  // below, with its test
 
 TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   TempDir dir;
@@ -949,6 +951,9 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   runs.emplace_back(dir.Write("tiny.trace", kTrace), "");
   // Group swaps (their parents' parents' grandchildren are read too).
   runs.emplace_back(dir.Write("groups.trace", GroupsTrace()), "");
+  // Fan-in order: its neighbours are read as each pass started.
+  runs.emplace_back(dir.Write("fanin.trace", FanInTrace(17, 1e6, 1.2e5, 1500)),
+                    "");
   ExpectSameOnAnyThreads(dir, runs);
   // The default is auto (the usable cores, at most 8): the bytes of one
   // thread, whatever this machine has.
