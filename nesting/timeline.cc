@@ -697,9 +697,13 @@ class TimelineModel {
   }
 
   // When the group of g's children on edge e was complete: its last
-  // call; kNoTrigger when e is not chained under g.
+  // call; kNoTrigger when e is not chained under g, or g has more
+  // children than the timeline scores (walking them for every choice
+  // would make the passes quadratic).
   TimeNs GroupTrigger(uint32_t g, uint32_t e) const {
-    if (g == kNone || !IsChained(edge_of_[g], e)) return kNoTrigger;
+    if (g == kNone || Crowded(g) || !IsChained(edge_of_[g], e)) {
+      return kNoTrigger;
+    }
     TimeNs last = kNoTrigger;
     for (uint32_t m = pairs_[g].first_child; m != kNone;
          m = pairs_[m].next_sibling) {
