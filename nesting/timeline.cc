@@ -75,11 +75,34 @@ class TimelineModel {
   void Attach(uint32_t child, uint32_t parent) {
     score_cache_[parent] = std::numeric_limits<float>::quiet_NaN();
     nesting::Attach(table_, child, parent);
+    if (any_chained_) ForgetGroup(parent, edge_of_[child]);
   }
   void Detach(uint32_t child) {
-    score_cache_[pairs_[child].parent] =
-        std::numeric_limits<float>::quiet_NaN();
+    const uint32_t parent = pairs_[child].parent;
+    score_cache_[parent] = std::numeric_limits<float>::quiet_NaN();
+    if (any_chained_) ForgetGroup(parent, edge_of_[child]);
     nesting::Detach(table_, child);
+  }
+  // A member's timeline starts at its group's last arrival (ArrivalOf), so
+  // a group that changes changes its members' likelihoods.
+  void ForgetGroup(uint32_t parent, uint32_t e) {
+    if (!IsChained(edge_of_[parent], e)) return;
+    for (uint32_t m = pairs_[parent].first_child; m != kNone;
+         m = pairs_[m].next_sibling) {
+      if (edge_of_[m] == e) {
+        score_cache_[m] = std::numeric_limits<float>::quiet_NaN();
+      }
+    }
+  }
+  // When a call's own children can start: its arrival, or, for a member
+  // of a chained group, the group's last arrival (fan-in).
+  TimeNs ArrivalOf(uint32_t parent) const {
+    return any_chained_ ? GroupArrival(parent) : pairs_[parent].call;
+  }
+  [[gnu::noinline]] TimeNs GroupArrival(uint32_t parent) const {
+    const TimeNs own = pairs_[parent].call;
+    const TimeNs t = GroupTrigger(pairs_[parent].parent, edge_of_[parent]);
+    return t == kNoTrigger ? own : std::max(t, own);
   }
 
   // Timeline scoring, beyond the paper. The scoreboards of 5.1.1.2 relate a
@@ -211,6 +234,7 @@ class TimelineModel {
                    std::vector<std::pair<uint64_t, int>>* groups = nullptr) {
     const Pair& p = pairs_[parent];
     const uint32_t pe = edge_of_[parent];
+    const TimeNs arrival = ArrivalOf(parent);
     auto& kids = scratch.kids;
     kids.clear();
     auto& after =
@@ -260,14 +284,14 @@ class TimelineModel {
         gap(GapKey(pe, kids[k.anchor].edge, k.edge),
             k.call - kids[k.anchor].ret);
       } else {
-        gap(GapKey(pe, kArrival, k.edge), k.call - p.call);
+        gap(GapKey(pe, kArrival, k.edge), k.call - arrival);
       }
       spawned.emplace_back(k.anchor, k.edge);
     }
     // Learning needs two children for a burst; scoring, every child on a
     // burst edge (the main loop left them to ChainBursts).
     if (groups != nullptr ? n >= 2 : (chains_[pe] & kCallChainBit) != 0) {
-      ChainBursts(scratch, p, pe, gap, groups);
+      ChainBursts(scratch, arrival, pe, gap, groups);
     }
     // Learning counts every child's duration; scoring needs a return-chain
     // edge.
@@ -287,7 +311,7 @@ class TimelineModel {
     }
     if (p.imputed) return;  // its return time is not known
     if (n == 0) {
-      tail(GapKey(pe, kArrival, kReturn), p.ret - p.call);
+      tail(GapKey(pe, kArrival, kReturn), p.ret - arrival);
     } else {
       tail(GapKey(pe, kids.back().edge, kReturn), p.ret - kids.back().ret);
     }
@@ -311,7 +335,7 @@ class TimelineModel {
   // is drawn from its anchor) the anchor's gap fits better, and nothing
   // changes.
   template <typename Gap>
-  void ChainBursts(Scratch& scratch, const Pair& p, uint32_t pe, Gap&& gap,
+  void ChainBursts(Scratch& scratch, TimeNs arrival, uint32_t pe, Gap&& gap,
                    std::vector<std::pair<uint64_t, int>>* groups) {
     const auto& kids = scratch.kids;
     auto& order = scratch.order;
@@ -346,7 +370,7 @@ class TimelineModel {
                                       ? GapKey(pe, kids[k.anchor].edge, k.edge)
                                       : GapKey(pe, kArrival, k.edge);
       const TimeNs from_anchor =
-          k.call - (k.anchor >= 0 ? kids[k.anchor].ret : p.call);
+          k.call - (k.anchor >= 0 ? kids[k.anchor].ret : arrival);
       if (later) {
         gap(GapKey(pe, kBurst, k.edge), k.call - prev->call);
         if (groups != nullptr) gap(kLater | anchor_key, from_anchor);
@@ -562,6 +586,7 @@ class TimelineModel {
     }
     gap_index_.Build(items);
     ChooseChains(learned, std::move(items));
+    any_chained_ = AnyChained();
     items.clear();
     // A multiset never seen after this anchor gets half an observation.
     log_p_.clear();
@@ -714,7 +739,7 @@ class TimelineModel {
 
   void LearnFanIn() {
     fanin_.clear();
-    if (!AnyChained()) return;
+    if (!any_chained_) return;
     if (nb_prev_.size() != pairs_.size()) PrepareNeighbours();
     const size_t n = pairs_.size();
     snap_trigger_.assign(n, kNoTrigger);
@@ -1506,6 +1531,7 @@ class TimelineModel {
   // by parent edge which kinds it has (the scoring's shortcut).
   FlatIndex chain_index_;
   std::vector<uint8_t> chains_;
+  bool any_chained_ = false;  // some edge of chains_ is chained
   size_t edge_count_ = 0;
   std::vector<std::vector<float>> gap_boards_;
   std::vector<float> log_p_;

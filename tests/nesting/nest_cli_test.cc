@@ -1122,11 +1122,14 @@ TEST(NestCliTest, GroupsOfPartsGoToTheRequestsInTheirOrder) {
 // lags its input by up to milliseconds, so several requests' groups are
 // complete and open when a call to A is made, and the gap from a group's
 // last arrival to its call is heavy-tailed: the order in which the groups
-// completed, which the loop keeps, tells more. Request accuracy at seeds
-// 17 and 18: 71.7% and 72.7% without the fan-in order terms, 76.3% and
-// 76.5% with them. (What is left wrong is mostly runs of calls to A each
-// given to the next group: they keep the order, and no move of one call
-// can shift a whole run back.)
+// completed, which the loop keeps, tells more, and so does measuring each
+// call's gap from its group's last arrival rather than from whichever part
+// holds it. Request accuracy at seeds 17 and 18: 71.7% and 72.7% with
+// neither, 76.3% and 76.5% with the order terms alone, 75.2% and 75.9%
+// with the group's arrival alone, 79.9% and 80.2% with both. (What is
+// left wrong is mostly runs of calls to A each given to the next group:
+// they keep the order, and no move of one call can shift a whole run
+// back.)
 std::string FanInTrace(uint64_t seed, double arrival, double busy,
                        int requests) {
   TraceLines lines(seed);
@@ -1198,7 +1201,7 @@ TEST(NestCliTest, FanInCallsFollowTheOrderTheirGroupsCompleted) {
     const std::string trace =
         dir.Write(tag + ".trace", FanInTrace(seed, 1e6, 1.2e5, 3000));
     auto eval = NestAndEval(dir, trace, "", tag);
-    EXPECT_GT(eval["request_accuracy"].get<double>(), 0.745)
+    EXPECT_GT(eval["request_accuracy"].get<double>(), 0.78)
         << seed << ": " << eval.dump();
   }
 }
