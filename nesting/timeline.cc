@@ -95,7 +95,11 @@ class TimelineModel {
     }
   }
   // When a call's own children can start: its arrival, or, for a member
-  // of a chained group, the group's last arrival (fan-in).
+  // of a chained group, the group's last arrival (fan-in). Learning counts
+  // with the chains the previous learning chose (the first, with none,
+  // from every call's own arrival), scoring with the ones this learning
+  // chose: an edge chained or unchained between passes is read one way
+  // for one pass.
   TimeNs ArrivalOf(uint32_t parent) const {
     return any_chained_ ? GroupArrival(parent) : pairs_[parent].call;
   }
