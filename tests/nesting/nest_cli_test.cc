@@ -1149,7 +1149,6 @@ std::string FanInTrace(uint64_t seed, double arrival, double busy,
   std::vector<int> arrived(static_cast<size_t>(requests), 0);
   std::vector<std::string> path(static_cast<size_t>(requests));
   std::vector<std::vector<std::string>> parts(static_cast<size_t>(requests));
-  std::vector<int64_t> last_return(static_cast<size_t>(requests), 0);
   int64_t t = 0;
   int id = 0;
   for (int r = 0; r < requests; ++r) {
