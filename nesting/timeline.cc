@@ -747,10 +747,15 @@ class TimelineModel {
     if (nb_prev_.size() != pairs_.size()) PrepareNeighbours();
     const size_t n = pairs_.size();
     snap_trigger_.assign(n, kNoTrigger);
-    for (uint32_t x = 0; x < n; ++x) {
-      const uint32_t p = pairs_[x].parent;
-      if (p == kNone) continue;
-      snap_trigger_[x] = GroupTrigger(pairs_[p].parent, edge_of_[p]);
+    // Per parent with children, its group's last arrival, once.
+    for (uint32_t p = 0; p < n; ++p) {
+      if (pairs_[p].first_child == kNone) continue;
+      const TimeNs t = GroupTrigger(pairs_[p].parent, edge_of_[p]);
+      if (t == kNoTrigger) continue;
+      for (uint32_t x = pairs_[p].first_child; x != kNone;
+           x = pairs_[x].next_sibling) {
+        snap_trigger_[x] = t;
+      }
     }
     // complete, incomplete, kept, crossed per child edge.
     std::unordered_map<uint32_t, std::array<double, 4>> counts;
