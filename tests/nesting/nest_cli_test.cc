@@ -1205,6 +1205,52 @@ TEST(NestCliTest, FanInCallsFollowTheOrderTheirGroupsCompleted) {
   }
 }
 
+// The counterpart (docs/nesting.md, "Fan-in order"): a scatter-gather.
+// S sends the three parts of each request to N back to back, as above,
+// but each part calls DB on its own after a queueing delay (exponential,
+// mean `queue` ns) and N answers it when that call returns: one call per
+// member, none waiting for the group. Timed from the group's last
+// arrival, as fan-in members are, these calls lose what their own
+// arrival says: request accuracy 70.0% as before fan-in order, 66.8% with
+// every chained group's members so timed, 70.0% again with fan-in kept to
+// groups that make fewer calls than they have members.
+std::string ScatterTrace(uint64_t seed, double queue, int requests) {
+  TraceLines lines(seed);
+  int64_t t = 0;
+  int id = 0;
+  for (int r = 0; r < requests; ++r) {
+    t += lines.Exponential(1e6);
+    const std::string path = "\tr" + std::to_string(r);
+    const std::string request = std::to_string(id++);
+    lines.Add(t, "CALL\tclient\tS\t" + request + path);
+    int64_t call = t + 20'000 + lines.Exponential(1e5), last = 0;
+    for (int k = 0; k < 3; ++k) {
+      const std::string part = std::to_string(id++);
+      const std::string db = std::to_string(id++);
+      lines.Add(call, "CALL\tS\tN\t" + part + path);
+      const int64_t start = call + 10'000 + lines.Exponential(queue);
+      const int64_t done = start + 50'000 + lines.Exponential(2e5);
+      const int64_t ret = done + 20'000 + lines.Exponential(3e4);
+      lines.Add(start, "CALL\tN\tDB\t" + db + path);
+      lines.Add(done, "RET\tDB\tN\t" + db + path);
+      lines.Add(ret, "RET\tN\tS\t" + part + path);
+      last = std::max(last, ret);
+      call += 30'000 + static_cast<int64_t>(lines.Rnd(100'000));
+    }
+    lines.Add(last + 30'000 + lines.Exponential(1e5),
+              "RET\tS\tclient\t" + request + path);
+  }
+  return lines.Text();
+}
+
+TEST(NestCliTest, ScatterGatherMembersKeepTheirOwnArrival) {
+  TempDir dir;
+  const std::string trace =
+      dir.Write("scatter.trace", ScatterTrace(7, 6e5, 3000));
+  auto eval = NestAndEval(dir, trace, "", "scatter");
+  EXPECT_GT(eval["request_accuracy"].get<double>(), 0.685) << eval.dump();
+}
+
 // Ids in routes (docs/nesting.md, "Operations"): server S serves two
 // operations on one edge to N: a compose sends three parts (answered
 // together), an item one price call. Routes carry a key of ten values
