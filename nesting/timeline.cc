@@ -75,12 +75,12 @@ class TimelineModel {
   void Attach(uint32_t child, uint32_t parent) {
     score_cache_[parent] = std::numeric_limits<float>::quiet_NaN();
     nesting::Attach(table_, child, parent);
-    if (any_chained_) ForgetGroup(parent, edge_of_[child]);
+    ForgetGroup(parent, edge_of_[child]);
   }
   void Detach(uint32_t child) {
     const uint32_t parent = pairs_[child].parent;
     score_cache_[parent] = std::numeric_limits<float>::quiet_NaN();
-    if (any_chained_) ForgetGroup(parent, edge_of_[child]);
+    ForgetGroup(parent, edge_of_[child]);
     nesting::Detach(table_, child);
   }
   // A member's timeline starts at its group's last arrival (ArrivalOf), so
@@ -102,17 +102,17 @@ class TimelineModel {
   // learning found: an edge that changes between passes is read one way
   // for one pass.
   TimeNs ArrivalOf(uint32_t parent) const {
-    return any_chained_ && WaitsForGroup(edge_of_[parent])
-               ? GroupArrival(parent)
-               : pairs_[parent].call;
+    return WaitsForGroup(edge_of_[parent]) ? GroupArrival(parent)
+                                           : pairs_[parent].call;
   }
-  // Whether members on edge e have children that wait for their group.
+  // Whether members on edge e have children that wait for their group
+  // (never when no edge is chained: LearnFanIn finds none then).
   bool WaitsForGroup(uint32_t e) const {
     return e < waiting_members_.size() && waiting_members_[e] != 0;
   }
   [[gnu::noinline]] TimeNs GroupArrival(uint32_t parent) const {
     const TimeNs own = pairs_[parent].call;
-    const TimeNs t = GroupTrigger(pairs_[parent].parent, edge_of_[parent]);
+    const TimeNs t = MemberTrigger(parent);
     return t == kNoTrigger ? own : std::max(t, own);
   }
 
@@ -597,7 +597,6 @@ class TimelineModel {
     }
     gap_index_.Build(items);
     ChooseChains(learned, std::move(items));
-    any_chained_ = AnyChained();
     items.clear();
     // A multiset never seen after this anchor gets half an observation.
     log_p_.clear();
@@ -764,14 +763,14 @@ class TimelineModel {
   void LearnFanIn() {
     fanin_.clear();
     waiting_members_.assign(edge_count_, 0);
-    if (!any_chained_) return;
+    if (!AnyChained()) return;
     if (nb_prev_.size() != pairs_.size()) PrepareNeighbours();
     const size_t n = pairs_.size();
     snap_trigger_.assign(n, kNoTrigger);
     // Per parent with children, its group's last arrival, once.
     for (uint32_t p = 0; p < n; ++p) {
       if (pairs_[p].first_child == kNone) continue;
-      const TimeNs t = GroupTrigger(pairs_[p].parent, edge_of_[p]);
+      const TimeNs t = MemberTrigger(p);
       if (t == kNoTrigger) continue;
       for (uint32_t x = pairs_[p].first_child; x != kNone;
            x = pairs_[x].next_sibling) {
@@ -793,7 +792,8 @@ class TimelineModel {
         c[snap_trigger_[a] <= t ? 2 : 3] += 1;
       }
     }
-    std::vector<std::pair<uint32_t, uint32_t>> members, calls;  // by edge
+    std::vector<uint32_t> members;                     // their edges
+    std::vector<std::pair<uint32_t, uint32_t>> calls;  // member, call edge
     for (uint32_t g = 0; g < n; ++g) {
       if (pairs_[g].first_child == kNone || chains_[edge_of_[g]] == 0 ||
           Crowded(g)) {
@@ -804,7 +804,7 @@ class TimelineModel {
       for (uint32_t m = pairs_[g].first_child; m != kNone;
            m = pairs_[m].next_sibling) {
         if (!IsChained(edge_of_[g], edge_of_[m])) continue;
-        members.emplace_back(edge_of_[m], 1);
+        members.push_back(edge_of_[m]);
         for (uint32_t x = pairs_[m].first_child; x != kNone;
              x = pairs_[x].next_sibling) {
           calls.emplace_back(edge_of_[m], edge_of_[x]);
@@ -815,8 +815,8 @@ class TimelineModel {
       for (size_t i = 0; i < calls.size();) {
         size_t j = i;
         while (j < calls.size() && calls[j] == calls[i]) ++j;
-        const auto [lo, hi] = std::equal_range(
-            members.begin(), members.end(), std::pair{calls[i].first, 1u});
+        const auto [lo, hi] =
+            std::equal_range(members.begin(), members.end(), calls[i].first);
         auto it = counts.find(PairKey(calls[i].first, calls[i].second));
         if (it != counts.end()) {
           it->second[4] += static_cast<double>(hi - lo);
@@ -858,17 +858,15 @@ class TimelineModel {
     return sum;
   }
 
+  // When member p's group was complete (GroupTrigger of its parent).
+  TimeNs MemberTrigger(uint32_t p) const {
+    return GroupTrigger(pairs_[p].parent, edge_of_[p]);
+  }
+
   // x under the candidate p: its own fan-in terms.
-  double FanInGain(uint32_t x, uint32_t p, uint32_t moved = kNone,
-                   uint32_t moved_to = kNone) const {
+  double FanInGain(uint32_t x, uint32_t p) const {
     if (fanin_.empty()) return 0;
-    const TimeNs moved_t =
-        moved == kNone
-            ? kNoTrigger
-            : GroupTrigger(pairs_[moved_to].parent, edge_of_[moved_to]);
-    return FanInTerm(x, edge_of_[p],
-                     GroupTrigger(pairs_[p].parent, edge_of_[p]), moved,
-                     moved_t);
+    return FanInTerm(x, edge_of_[p], MemberTrigger(p));
   }
 
   // The fan-in terms of the children of g's members on edge e: what a
@@ -1298,8 +1296,13 @@ class TimelineModel {
     }
     if (previous == kNone) return choice;
     const Pair& prev = pairs_[previous];
+    // Fan-in: when the two parents' groups were complete (each trade moves
+    // a neighbour's call to the other one's group).
+    const bool fanin = !fanin_.empty();
+    const TimeNs t_prev = fanin ? MemberTrigger(previous) : kNoTrigger;
     for (uint32_t r : top) {
       if (r == kNone || r == previous) continue;
+      const TimeNs t_r = fanin ? MemberTrigger(r) : kNoTrigger;
       for (uint32_t d = pairs_[r].first_child; d != kNone;
            d = pairs_[d].next_sibling) {
         if (edge_of_[d] != edge_of_[child]) continue;
@@ -1317,8 +1320,9 @@ class TimelineModel {
                             GrandchildGain(scratch, child, r) -
                             GrandchildGain(scratch, d, r) +
                             GrandchildGain(scratch, d, previous) +
-                            FanInGain(child, r, d, previous) - FanInGain(d, r) +
-                            FanInGain(d, previous, child, r);
+                            FanInTerm(child, edge_of_[r], t_r, d, t_prev) -
+                            FanInTerm(d, edge_of_[r], t_r) +
+                            FanInTerm(d, edge_of_[previous], t_prev, child, t_r);
         if (gain > best) {
           best = gain;
           choice = {r, d};
@@ -1600,7 +1604,6 @@ class TimelineModel {
   // by parent edge which kinds it has (the scoring's shortcut).
   FlatIndex chain_index_;
   std::vector<uint8_t> chains_;
-  bool any_chained_ = false;  // some edge of chains_ is chained
   size_t edge_count_ = 0;
   std::vector<std::vector<float>> gap_boards_;
   std::vector<float> log_p_;
