@@ -8,12 +8,12 @@ using trace::TimeNs;
 
 namespace {
 
-// The (start, end) windows of a call's edge.
-std::pair<TimeNs, TimeNs> WindowsOf(const Params& params,
-                                    const EdgeWindows& windows, const Pair& c) {
+// The windows of a call's edge.
+EdgeWindow WindowsOf(const Params& params, const EdgeWindows& windows,
+                     const Pair& c) {
   if (!params.skew_auto) return {params.skew_window, params.skew_window};
   auto it = windows.find(CallTable::EdgeKey(c));
-  return it == windows.end() ? std::pair<TimeNs, TimeNs>{0, 0} : it->second;
+  return it == windows.end() ? EdgeWindow{} : it->second;
 }
 
 }  // namespace
@@ -28,7 +28,7 @@ void FindCandidates(const Params& params, const EdgeWindows& windows,
       [&](uint32_t child, const std::vector<uint32_t>& calls) {
         Pair& cm = pairs[child];
         const Pair& c = cm;
-        const auto [ws, we] = WindowsOf(params, windows, c);
+        const auto [ws, we, overlapping] = WindowsOf(params, windows, c);
         cm.cand_begin = static_cast<uint32_t>(cands.size());
         for (uint32_t p : calls) {
           const Pair& pp = pairs[p];
@@ -43,6 +43,7 @@ void FindCandidates(const Params& params, const EdgeWindows& windows,
           // Without skew, an active parent has not returned yet by
           // construction; with skew it may have returned up to we before.
           if (pp.ret < c.ret - we) continue;
+          if (overlapping && pp.ret < c.call) continue;
           cands.push_back(p);
         }
         // Keep candidates in call order so ties go to the earliest parent

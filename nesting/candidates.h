@@ -20,10 +20,19 @@
 
 namespace bbprof::nesting {
 
-// Automatic skew windows (skew_estimation.h): (start, end) by child edge
-// (CallTable::EdgeKey).
-using EdgeWindows =
-    std::unordered_map<uint64_t, std::pair<trace::TimeNs, trace::TimeNs>>;
+// One child edge's automatic skew windows (skew_estimation.h): a candidate
+// parent may start up to `start` after the child and return up to `end`
+// before the child returns. With `overlapping`, it must still not have
+// returned before the child was made: the probe windows of the clock
+// estimate (CorrectClocks), which look for skew on edges that show none,
+// where the server is synchronous: its return to the parent and its call
+// to the child are both stamped by its own clock, so no skew reorders them.
+struct EdgeWindow {
+  trace::TimeNs start = 0, end = 0;
+  bool overlapping = false;
+};
+// By child edge (CallTable::EdgeKey).
+using EdgeWindows = std::unordered_map<uint64_t, EdgeWindow>;
 
 // Walks the matched pairs in return order and hands each one, with every
 // call into its caller that is in flight or returned at most w ago (and

@@ -61,9 +61,9 @@ class MemoryDriver {
       EstimateSkew(table_, &skew, &params_);
       // Windows mean some call misses every call that could have caused
       // it: skew, or an asynchronous server. Offsets tell the two apart.
-      if (!skew.windows.empty()) {
-        CorrectClocks(scale_, &table_, &params_, &skew, &stats_);
-      }
+      // No window does not mean no skew (many calls in flight hide the
+      // misses), so the clocks are always bounded, once at least.
+      CorrectClocks(scale_, &table_, &params_, &skew, &stats_);
     }
     AssignParents(params_, skew.windows, scale_, &table_, &stats_);
     RestoreObservedTimes(&table_, &skew);

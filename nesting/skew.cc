@@ -167,39 +167,54 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
                                                               : slopes[m];
       if (!(std::abs(drift) <= kMaxDrift)) drift = 0;
     }
-    const TimeNs by_latency =
-        e.latencies.empty() ? kOpen
-                            : DetrendedQuantile(e.latencies, drift, 1, tc, 0.0);
     const auto& starts = e.sure_child_starts.size() >= kMinClockEvidence
                              ? e.sure_child_starts
                              : e.child_starts;
     const auto& ends = e.sure_parent_ends.size() >= kMinClockEvidence
                            ? e.sure_parent_ends
                            : e.parent_ends;
-    const TimeNs by_children =
-        starts.size() >= kMinClockEvidence
-            ? DetrendedQuantile(starts, drift, 1, tc, kBoundQuantile)
-            : kOpen;
-    TimeNs upper = std::min(by_latency, by_children);
-    bool has_lower = ends.size() >= kMinClockEvidence;
-    const TimeNs lower =
-        has_lower ? -DetrendedQuantile(ends, drift, -1, tc, kBoundQuantile) : 0;
-    if (has_lower && lower > upper) {
-      if (lower <= by_latency) {
-        upper = by_latency;
-      } else {
-        has_lower = false;
+    struct Interval {
+      TimeNs lower, upper;
+      bool has_lower;
+      TimeNs d;
+    };
+    auto interval = [&](double slope) {
+      const TimeNs by_latency =
+          e.latencies.empty()
+              ? kOpen
+              : DetrendedQuantile(e.latencies, slope, 1, tc, 0.0);
+      const TimeNs by_children =
+          starts.size() >= kMinClockEvidence
+              ? DetrendedQuantile(starts, slope, 1, tc, kBoundQuantile)
+              : kOpen;
+      Interval r{0, std::min(by_latency, by_children),
+                 ends.size() >= kMinClockEvidence, 0};
+      if (r.has_lower) {
+        r.lower = -DetrendedQuantile(ends, slope, -1, tc, kBoundQuantile);
       }
-    }
-    TimeNs d;
-    if (has_lower) {
-      d = (lower <= 0 && upper >= 0) ? 0 : lower + (upper - lower) / 2;
-    } else {
-      d = std::min<TimeNs>(0, upper);
-    }
-    if (d == 0) drift = 0;
-    est.push_back(
-        {e.caller, e.callee, d, drift, has_lower ? upper - lower : kOpen});
+      if (r.has_lower && r.lower > r.upper) {
+        if (r.lower <= by_latency) {
+          r.upper = by_latency;
+        } else {
+          r.has_lower = false;
+        }
+      }
+      if (r.has_lower) {
+        r.d = (r.lower <= 0 && r.upper >= 0) ? 0
+                                             : r.lower + (r.upper - r.lower) / 2;
+      } else {
+        r.d = std::min<TimeNs>(0, r.upper);
+      }
+      return r;
+    };
+    // An edge whose bounds as stamped hold 0 shows no skew: a drift read
+    // off few samples (or off the trend of the gaps themselves) must not
+    // move an interval that holds 0 off it.
+    Interval r = interval(0.0);
+    if (r.d != 0) r = interval(drift);
+    if (r.d == 0) drift = 0;
+    est.push_back({e.caller, e.callee, r.d, drift,
+                   r.has_lower ? r.upper - r.lower : kOpen});
   }
   ClockCorrection clocks;
   clocks.t0 = tc;

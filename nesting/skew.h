@@ -27,6 +27,15 @@ namespace bbprof::nesting {
 // this for a call whose return came first (two clocks, each off).
 inline constexpr trace::TimeNs kAutoSkewCap = 10'000'000;
 
+// The window every edge that shows no skew gets in the first assignment of
+// the clock estimate (CorrectClocks), so that a true parent that a small
+// skew keeps from enclosing its child stays a candidate: an edge shows no
+// skew when other calls in flight enclose the child (a slow route beside
+// fast ones encloses everything). Half the 2 ms that NTP-synchronised
+// hosts are seen to disagree by; a larger skew is found in steps, one
+// round's correction bringing the next round's misses within reach.
+inline constexpr trace::TimeNs kProbeWindow = 1'000'000;
+
 // One side's window for an edge with `children` calls that had some call
 // into their caller within kAutoSkewCap, `needs` holding the positive
 // needs among them (nanoseconds; reordered). Zero when too few children

@@ -115,7 +115,18 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
     // clocks, gets the term.
     first.return_chain = false;
     first.chained_extra_passes = 0;
-    AssignParents(first, state->windows, scale, table, stats);
+    // Every edge that shows no skew gets the probe window (skew.h,
+    // kProbeWindow) for this assignment: where long calls into the caller
+    // enclose every child (a slow route beside fast ones), a skew that
+    // keeps the true parent from enclosing its child shows no miss, and
+    // the assignment would give the child to the long call.
+    EdgeWindows probe = state->windows;
+    for (const Pair& c : pairs) {
+      probe.try_emplace(CallTable::EdgeKey(c),
+                        EdgeWindow{kProbeWindow, kProbeWindow, true});
+    }
+    first.skew_window = std::max(first.skew_window, kProbeWindow);
+    AssignParents(first, probe, scale, table, stats);
   }
   // Each edge's bounds are gathered twice: from every child, and from the
   // children whose parent was their only candidate (skew.h). A wrong parent
@@ -218,9 +229,30 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
 void CorrectClocks(const BinScale& scale, CallTable* table, Params* params,
                    SkewState* state, InputStats* stats) {
   constexpr int kClockRounds = 3;
-  for (int round = 0; round < kClockRounds && !state->windows.empty();
+  // A trace that needs no window is probed once: its clocks are bounded
+  // from an assignment with the probe windows, and the correction is kept
+  // only if it leaves every child enclosed as before. A correction that
+  // makes calls miss was read off wrong parents (many calls in flight, few
+  // children with one candidate), not off a skew the trace hid, and the
+  // trace is left exactly as it was stamped.
+  const bool probing = state->windows.empty();
+  std::vector<uint32_t> stamped_call_order, stamped_ret_order;
+  if (probing) {
+    stamped_call_order = table->call_order;
+    stamped_ret_order = table->ret_order;
+  }
+  for (int round = 0;
+       round < kClockRounds && (round == 0 || !state->windows.empty());
        ++round) {
     if (!CorrectClocksOnce(scale, table, params, state, stats)) break;
+    if (probing && !state->windows.empty()) {
+      RestoreObservedTimes(table, state);
+      table->call_order = std::move(stamped_call_order);
+      table->ret_order = std::move(stamped_ret_order);
+      *state = SkewState{};
+      params->skew_window = 0;
+      return;
+    }
   }
   const ClockCorrection& total = state->clock_total;
   for (size_t n = 0; n < total.offset.size(); ++n) {

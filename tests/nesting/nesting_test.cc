@@ -383,6 +383,88 @@ TEST(NestingTest, ClockDriftNeedsBothListsOfATwoListEdge) {
   EXPECT_FALSE(c.any());
 }
 
+// Three lists whose lower envelopes slope by 20 ppm (the trend of the
+// gaps: a load that grows over the run) read as drift, and taken out they
+// move the parent ends' bound to +75 us and the children's to +100 us: an
+// offset of 87.5 us. As stamped the bounds hold 0 (-5 .. +20 us): the
+// clocks agree, and an edge whose bounds as stamped hold 0 is left alone.
+TEST(NestingTest, ADriftDoesNotMoveBoundsThatHoldZeroAsStamped) {
+  std::vector<EdgeClockEvidence> edges(1);
+  edges[0].caller = 0;
+  edges[0].callee = 1;
+  for (int k = 0; k <= 800; ++k) {
+    const trace::TimeNs t = trace::TimeNs{k} * 10'000'000;  // 0 .. 8 s
+    edges[0].child_starts.push_back({t, 20'000 + t / 50'000 + (k % 7) * 10});
+    edges[0].latencies.push_back({t, 400'000 + t / 50'000 + (k % 3) * 10});
+    edges[0].parent_ends.push_back({t, 5'000 + (k % 5) * 10});
+  }
+  const ClockCorrection c = SolveClockOffsets(edges, 2, 0, 8'000'000'000);
+  EXPECT_FALSE(c.any());
+}
+
+// A small skew hidden by long calls. The front F serves fast requests,
+// each a call to B that F answers 20-40 us after B does, and slow ones that
+// hold F 40 ms without calling anything, eight of them in flight at any
+// time. B's clock is 150 us ahead, so every fast request's call to B seems
+// to return after its parent, and some slow call encloses it instead: no
+// call misses every call into F, and no window is needed. Without the
+// probe every call to B went to a slow request. The probe's windows let
+// the true parents be chosen, the bounds put B ahead, and the fast
+// requests nest.
+TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
+  std::string t;
+  char line[160];
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> jitter(0, 40);
+  struct Msg {
+    double t;
+    std::string text;
+  };
+  std::vector<Msg> msgs;
+  auto add = [&](double at, const char* fmt, int id) {
+    std::snprintf(line, sizeof line, fmt, id);
+    msgs.push_back({at, line});
+  };
+  const double skew = 150e-6;
+  int fast = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const double t0 = 1.0 + 0.001 * i;  // a fast request every ms
+    const double to_b = t0 + (20 + jitter(rng)) * 1e-6;
+    const double b_ret = to_b + (100 + 2 * jitter(rng)) * 1e-6;
+    const double f_ret = b_ret + (20 + jitter(rng) / 2) * 1e-6;
+    add(t0, "CALL client F f%d", i);
+    add(to_b, "CALL F B b%d", i);
+    add(b_ret + skew, "RET B F b%d", i);
+    add(f_ret, "RET F client f%d", i);
+    ++fast;
+    if (i % 5 == 0) {  // a slow request every 5 ms, 40 ms long
+      const double s0 = t0 + 0.0003;
+      add(s0, "CALL client F s%d", i);
+      add(s0 + 0.04, "RET F client s%d", i);
+    }
+  }
+  std::stable_sort(msgs.begin(), msgs.end(),
+                   [](const Msg& a, const Msg& b) { return a.t < b.t; });
+  for (const Msg& m : msgs) {
+    std::snprintf(line, sizeof line, "%.6f ", m.t);
+    t += line + m.text + "\n";
+  }
+  auto r = NestText(t);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->skew.empty());  // no window: every call to B is enclosed
+  ASSERT_EQ(r->clock_offsets.size(), 1u);
+  EXPECT_EQ(r->clock_offsets[0].node, "B");
+  // B's bounds: latencies of 250 us or more above, parents returning
+  // 130 us or more before it below; the midpoint is B's offset, ahead.
+  EXPECT_GT(r->clock_offsets[0].offset_s, 100e-6);
+  EXPECT_LT(r->clock_offsets[0].offset_s, 300e-6);
+  const Pattern* p = Find(*r, "client->F(B)");
+  ASSERT_NE(p, nullptr);
+  // The first request or two may lack a parent that encloses it once
+  // corrected; every other fast request nests.
+  EXPECT_GE(p->count, static_cast<uint64_t>(fast - 20));
+}
+
 TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
   std::vector<trace::TimeNs> few = {1000, 2000, 3000, 4000};
   EXPECT_EQ(ChooseSkewWindow(few, 10), 0);  // fewer than 5 misses: lost calls
