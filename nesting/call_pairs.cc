@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -150,7 +151,14 @@ namespace {
 // agree key as one, the first of them. The real stack's routes carry such
 // a key, and keyed by every variant each board held a tenth of its
 // samples (docs/nesting.md, "Operations").
-std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
+struct OpKeys {
+  // Per PairKey(node, op): the op it is keyed by, where not itself.
+  std::unordered_map<uint64_t, uint32_t> key;
+  // Per PairKey(node, op) with an id: the values of its id segments.
+  std::unordered_map<uint64_t, std::string> id;
+};
+
+OpKeys KeyOps(const CallTable& table) {
   constexpr size_t kIdVariants = 8;
   constexpr std::string_view kWild = "\x01";  // no op holds a control byte
   std::unordered_map<uint64_t, bool> seen;
@@ -163,7 +171,7 @@ std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
       ops_of[node].push_back(op);
     }
   }
-  std::unordered_map<uint64_t, uint32_t> key;
+  OpKeys keys;
   for (auto& [node, ops] : ops_of) {
     std::sort(ops.begin(), ops.end());
     // Each op as its parts: the head, then the segments after each '/'.
@@ -177,6 +185,7 @@ std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
       }
       parts[k].push_back(name.substr(from));
     }
+    const std::vector<std::vector<std::string_view>> stamped = parts;
     for (int round = 0; round < 2; ++round) {
       std::vector<std::pair<size_t, size_t>> wild;  // (op, segment)
       size_t longest = 0;
@@ -203,10 +212,18 @@ std::unordered_map<uint64_t, uint32_t> KeyOps(const CallTable& table) {
     std::map<std::vector<std::string_view>, uint32_t> first;
     for (size_t k = 0; k < ops.size(); ++k) {
       const uint32_t op = first.try_emplace(parts[k], ops[k]).first->second;
-      if (op != ops[k]) key[uint64_t{node} << 32 | ops[k]] = op;
+      const uint64_t node_op = uint64_t{node} << 32 | ops[k];
+      if (op != ops[k]) keys.key[node_op] = op;
+      std::string id;
+      for (size_t i = 0; i < parts[k].size(); ++i) {
+        if (parts[k][i] != kWild) continue;
+        if (!id.empty()) id += '/';
+        id += stamped[k][i];
+      }
+      if (!id.empty()) keys.id[node_op] = std::move(id);
     }
   }
-  return key;
+  return keys;
 }
 
 }  // namespace
@@ -216,16 +233,26 @@ void KeyCallees(const Params& params, CallTable* table) {
   constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
   const std::vector<Pair>& pairs = table->pairs;
   table->key_callee.resize(pairs.size());
-  const std::unordered_map<uint64_t, uint32_t> key_op = KeyOps(*table);
+  const OpKeys keys = KeyOps(*table);
   std::unordered_map<uint64_t, NodeId> ids;
   auto next = static_cast<NodeId>(table->names.size());
+  std::unordered_map<std::string_view, uint32_t> id_numbers;
+  if (!keys.id.empty()) table->id_of.assign(pairs.size(), 0);
   for (uint32_t i = 0; i < pairs.size(); ++i) {
     const Pair& p = pairs[i];
     table->key_callee[i] = p.callee;
     uint32_t op = table->OpOf(i);
     if (op == 0) continue;
-    if (auto k = key_op.find(uint64_t{p.callee} << 32 | op);
-        k != key_op.end()) {
+    if (auto id = keys.id.find(uint64_t{p.callee} << 32 | op);
+        id != keys.id.end()) {
+      table->id_of[i] =
+          id_numbers
+              .try_emplace(id->second,
+                           static_cast<uint32_t>(id_numbers.size() + 1))
+              .first->second;
+    }
+    if (auto k = keys.key.find(uint64_t{p.callee} << 32 | op);
+        k != keys.key.end()) {
       op = k->second;
     }
     auto [it, inserted] = ids.try_emplace(uint64_t{p.callee} << 32 | op, next);

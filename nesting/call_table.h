@@ -62,10 +62,14 @@ struct CallTable {
   std::deque<std::string> op_names{std::string()};
   std::unordered_map<std::string_view, uint32_t> op_ids;
   std::vector<trace::NodeId> key_callee;  // see KeyCallees; empty: callees
+  // Per pair, the value of the id its op carries (/item/k7: k7), numbered
+  // from 1 (0: none; empty: no op carries one); see KeyCallees.
+  std::vector<uint32_t> id_of;
 
   // A call's op id (0: none). op_of stays empty until the first op, so a
   // trace without ops costs nothing, and may end short of pairs.
   uint32_t OpOf(uint32_t i) const { return i < op_of.size() ? op_of[i] : 0; }
+  uint32_t IdOf(uint32_t i) const { return i < id_of.size() ? id_of[i] : 0; }
   uint32_t InternOp(std::string_view op) {
     if (op.empty()) return 0;
     auto it = op_ids.find(op);

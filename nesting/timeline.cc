@@ -622,6 +622,67 @@ class TimelineModel {
     LearnGrandchildCounts();
     LearnGroupOrder();
     LearnFanIn();
+    LearnSharedIds();
+  }
+
+  // Shared ids, beyond the paper. Where an operation carries an id in its
+  // route (/item/k7; KeyCallees reads which segments are ids), a service
+  // often passes it on: /item/k7 asks /price/k7, /fanout/k3 asks
+  // /stock/k3. A parent whose id its child repeats is then likelier than
+  // one whose id differs, by as much as repeats are commoner under the
+  // assigned parents than among all the candidates. So, per (parent edge,
+  // child edge) where both carry ids, learning counts how often the
+  // child's id is its parent's (q) and how often it is a candidate's (the
+  // chance of a match, c), and a child under a parent with an id scores
+  // log(q / c) when the two agree and log((1 - q) / (1 - c)) when they do
+  // not (hard EM, like every term here; both counts with one pseudo-match
+  // in two). Only where children repeat their parent's id more often than
+  // chance: ids that do not travel (/user/42 calling /orders/9) give no
+  // term, nor does a trace without ids (every maketrace sample).
+  void LearnSharedIds() {
+    shared_ids_.clear();
+    if (table_->id_of.empty()) return;
+    struct Count {
+      double assigned = 0, same = 0, candidates = 0, same_candidates = 0;
+    };
+    std::unordered_map<uint64_t, Count> counts;
+    for (uint32_t i = 0; i < pairs_.size(); ++i) {
+      const uint32_t id = table_->IdOf(i);
+      if (id == 0) continue;
+      const Pair& c = pairs_[i];
+      if (c.parent != kNone && table_->IdOf(c.parent) != 0) {
+        Count& n = counts[PairKey(edge_of_[c.parent], edge_of_[i])];
+        n.assigned += 1;
+        n.same += table_->IdOf(c.parent) == id ? 1 : 0;
+      }
+      for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+        const uint32_t p = cands_[k];
+        if (table_->IdOf(p) == 0) continue;
+        Count& n = counts[PairKey(edge_of_[p], edge_of_[i])];
+        n.candidates += 1;
+        n.same_candidates += table_->IdOf(p) == id ? 1 : 0;
+      }
+    }
+    for (const auto& [key, n] : counts) {
+      if (n.assigned < kMinSharedIds) continue;
+      const double q = (n.same + 1) / (n.assigned + 2);
+      const double chance = (n.same_candidates + 1) / (n.candidates + 2);
+      if (q <= chance) continue;
+      shared_ids_[key] = {static_cast<float>(std::log(q / chance)),
+                          static_cast<float>(std::log((1 - q) / (1 - chance)))};
+    }
+  }
+  // Fewer children with ids on a pair of edges say too little.
+  static constexpr double kMinSharedIds = 20;
+
+  // c under p: its shared-id term (LearnSharedIds).
+  double IdGain(uint32_t c, uint32_t p) const {
+    if (shared_ids_.empty()) return 0;
+    const uint32_t a = table_->IdOf(c), b = table_->IdOf(p);
+    if (a == 0 || b == 0) return 0;
+    auto it = shared_ids_.find(PairKey(edge_of_[p], edge_of_[c]));
+    if (it == shared_ids_.end()) return 0;
+    return a == b ? it->second.first : it->second.second;
   }
 
   // The first call among p's children on edge e (-1: none).
@@ -1276,7 +1337,8 @@ class TimelineModel {
       double gain = TimelineLogLikelihood(scratch, pi, child) -
                     CachedLogLikelihood(scratch, pi) +
                     penalties_.Log(*table_, p, c) +
-                    GrandchildGain(scratch, child, pi) + FanInGain(child, pi);
+                    GrandchildGain(scratch, child, pi) + FanInGain(child, pi) +
+                    IdGain(child, pi);
       if (choice.parent == kNone || gain > best ||
           (gain == best && p.call < pairs_[choice.parent].call)) {
         best = gain;
@@ -1322,7 +1384,9 @@ class TimelineModel {
                             GrandchildGain(scratch, d, previous) +
                             FanInTerm(child, edge_of_[r], t_r, d, t_prev) -
                             FanInTerm(d, edge_of_[r], t_r) +
-                            FanInTerm(d, edge_of_[previous], t_prev, child, t_r);
+                            FanInTerm(d, edge_of_[previous], t_prev, child, t_r) +
+                            IdGain(child, r) - IdGain(d, r) +
+                            IdGain(d, previous);
         if (gain > best) {
           best = gain;
           choice = {r, d};
@@ -1552,6 +1616,18 @@ class TimelineModel {
       return -std::numeric_limits<double>::infinity();
     }
     double after = GroupTerms(scratch, previous, r, edge_of_[child], gs);
+    // The shared-id terms of the calls that trade parents.
+    after += IdGain(child, r);
+    for (uint32_t c : saved_p) {
+      if (edge_of_[c] == edge_of_[child]) {
+        after += IdGain(c, r) - IdGain(c, previous);
+      }
+    }
+    for (uint32_t c : saved_r) {
+      if (edge_of_[c] == edge_of_[child]) {
+        after += IdGain(c, previous) - IdGain(c, r);
+      }
+    }
     // The order of the two groups against the order of their parents'
     // arrivals: the groups trade places, so the swap turns kept order
     // into crossed or back, worth the learned log odds.
@@ -1622,6 +1698,9 @@ class TimelineModel {
   std::vector<uint32_t> nb_prev_, nb_next_;
   std::vector<TimeNs> snap_trigger_;
   std::unordered_map<uint64_t, FanInOdds> fanin_;  // by PairKey
+  // Shared ids (LearnSharedIds): per PairKey(parent edge, child edge) the
+  // log odds of a child whose id is its parent's, and of one whose is not.
+  std::unordered_map<uint64_t, std::pair<float, float>> shared_ids_;
   std::vector<uint8_t> waiting_members_;           // by member edge
 };
 

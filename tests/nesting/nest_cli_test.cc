@@ -1256,10 +1256,13 @@ TEST(NestCliTest, ScatterGatherMembersKeepTheirOwnArrival) {
 // together), an item one price call. Routes carry a key of ten values
 // (/part/k0 ... /part/k9), as the real stack's do. Keyed by every variant,
 // each board and timeline edge holds a tenth of its samples; the variants
-// of one stem key as one, so the run gives the same parents as on the
-// same trace with the keys taken out of the routes. Request accuracy:
-// 82.5% with node-keyed boards (--op-keys off), 87.1% keyed by every
-// variant, 96.8% keyed by operation with the variants as one.
+// of one stem key as one. Request accuracy without keys: 82.5% with
+// node-keyed boards (--op-keys off), 96.8% keyed by operation; with keys,
+// 87.1% keyed by every variant. S passes its key on to N (/item/k7 asks
+// /price/k7), so with the variants as one and their ids shared
+// (LearnSharedIds in nesting/timeline.cc) the keyed trace does better than
+// the same trace with the keys taken out (99.5% against 96.8%), wherever in
+// the route the key sits.
 // `key`: 0 none, 1 at the end of each route, 2 before its last segment
 // (/k3/part).
 std::string TwoOpsTrace(int key_at) {
@@ -1272,14 +1275,18 @@ TEST(NestCliTest, IdsInRoutesKeyAsOneOperation) {
       NestAndEval(dir, dir.Write("plain.trace", TwoOpsTrace(0)), "", "plain");
   EXPECT_EQ(plain["result_params"]["op_keys"], true);  // the default
   EXPECT_GT(plain["request_accuracy"].get<double>(), 0.9) << plain.dump();
+  std::vector<double> keyed_accuracy;
   for (int key_at : {1, 2}) {
     const std::string tag = "keyed" + std::to_string(key_at);
     auto keyed = NestAndEval(
         dir, dir.Write(tag + ".trace", TwoOpsTrace(key_at)), "", tag);
-    EXPECT_EQ(keyed["request_accuracy"], plain["request_accuracy"])
+    keyed_accuracy.push_back(keyed["request_accuracy"].get<double>());
+    EXPECT_GE(keyed_accuracy.back(),
+              plain["request_accuracy"].get<double>() + 0.02)
         << key_at << ": " << keyed.dump() << "\n"
         << plain.dump();
   }
+  EXPECT_EQ(keyed_accuracy[0], keyed_accuracy[1]);
 }
 
 }  // namespace

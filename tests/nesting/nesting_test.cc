@@ -880,6 +880,67 @@ TEST(NestingTest, SortByReturnIsAStableSortOfTheWhole) {
   }
 }
 
+// A front F whose requests overlap (6,000 a second, each about 0.5 ms),
+// each calling B once, 100-500 us after it arrived: timing alone leaves a
+// call to B between two or three parents that fit about as well. Every
+// route carries its resource's id (/a/k0 ... /a/k9), and F passes it on
+// to B (/b/k7 under /a/k7), as services do. Learned from the assignment,
+// a parent whose id its child repeats is likelier, by as much as repeats
+// are commoner under assigned parents than among all candidates
+// (LearnSharedIds). The same trace with the ids left out of the routes
+// is the timing alone.
+std::string SharedIdTrace(bool ids) {
+  std::mt19937 rng(11);
+  std::exponential_distribution<double> arrival(6000);
+  std::uniform_int_distribution<int> key(0, 9), gap(100, 500), work(30, 70),
+      tail(20, 40);
+  struct Msg {
+    double t;
+    std::string text;
+  };
+  std::vector<Msg> msgs;
+  char line[160];
+  double t = 1.0;
+  for (int i = 0; i < 3000; ++i) {
+    t += arrival(rng);
+    const int k = key(rng);
+    const double call = t + gap(rng) * 1e-6;
+    const double ret = call + work(rng) * 1e-6;
+    const double done = ret + tail(rng) * 1e-6;
+    const std::string a = ids ? "http:GET:/a/k" + std::to_string(k) : "http:GET:/a";
+    const std::string b = ids ? "http:GET:/b/k" + std::to_string(k) : "http:GET:/b";
+    auto add = [&](double at, const char* what, const char* from, const char* to,
+                   char kind, const std::string& op) {
+      std::snprintf(line, sizeof line, "%.6f %s %s %s %c%d r%d %s\n", at, what,
+                    from, to, kind, i, i, op.c_str());
+      msgs.push_back({at, line});
+    };
+    add(t, "CALL", "client", "F", 'f', a);
+    add(call, "CALL", "F", "B", 'b', b);
+    add(ret, "RET", "B", "F", 'b', b);
+    add(done, "RET", "F", "client", 'f', a);
+  }
+  std::stable_sort(msgs.begin(), msgs.end(),
+                   [](const Msg& x, const Msg& y) { return x.t < y.t; });
+  std::string text;
+  for (const Msg& m : msgs) text += m.text;
+  return text;
+}
+
+TEST(NestingTest, ChildrenThatRepeatTheirParentsIdFollowIt) {
+  TempDir dir;
+  auto with_ids =
+      Evaluate(dir.Write("ids.trace", SharedIdTrace(true)), Params{}, {});
+  auto timing = Evaluate(dir.Write("plain.trace", SharedIdTrace(false)),
+                         Params{}, {});
+  ASSERT_TRUE(with_ids.ok()) << with_ids.status().message();
+  ASSERT_TRUE(timing.ok()) << timing.status().message();
+  EXPECT_EQ(with_ids->requests, 3000u);
+  // Measured: 97.1% with the ids, 92.1% on timing alone.
+  EXPECT_GE(with_ids->request_accuracy, 0.965);
+  EXPECT_LT(timing->request_accuracy, 0.94);
+}
+
 TEST(NestingTest, EvaluationOfTheTruthAgainstItselfIsPerfectOnASimpleTrace) {
   TempDir dir;
   std::string path = dir.Write(
