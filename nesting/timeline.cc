@@ -630,13 +630,18 @@ class TimelineModel {
   // often passes it on: /item/k7 asks /price/k7, /fanout/k3 asks
   // /stock/k3. A parent whose id its child repeats is then likelier than
   // one whose id differs, by as much as repeats are commoner under the
-  // assigned parents than among all the candidates. So, per (parent edge,
-  // child edge) where both carry ids, learning counts how often the
-  // child's id is its parent's (q) and how often it is a candidate's (the
-  // chance of a match, c), and a child under a parent with an id scores
-  // log(q / c) when the two agree and log((1 - q) / (1 - c)) when they do
-  // not (hard EM, like every term here; both counts with one pseudo-match
-  // in two). Only where children repeat their parent's id more often than
+  // assigned parents than under the candidates not chosen. So, per (parent
+  // edge, child edge) where both carry ids, learning counts how often the
+  // child's id is its parent's (q) and how often it is that of a candidate
+  // not chosen (the chance of a match, c), and a child under a parent with
+  // an id scores log(q / c) when the two agree and log((1 - q) / (1 - c))
+  // when they do not: the likelihood ratio of the parent against any other
+  // candidate (hard EM, like every term here; both counts with one
+  // pseudo-match in two). Counted over all candidates, the true parent
+  // among them, c read 0.32 for 0.15 on the real stack's busiest edge (py1
+  // /compose -> /part, async 85%) and the term was a third weaker (request
+  // accuracy 74.1% against 76.5%). Only where children repeat their
+  // parent's id more often than
   // chance: ids that do not travel (/user/42 calling /orders/9) give no
   // term, nor does a trace without ids (every maketrace sample).
   void LearnSharedIds() {
@@ -666,7 +671,9 @@ class TimelineModel {
     for (const auto& [key, n] : counts) {
       if (n.assigned < kMinSharedIds) continue;
       const double q = (n.same + 1) / (n.assigned + 2);
-      const double chance = (n.same_candidates + 1) / (n.candidates + 2);
+      // The chance of a match: among the candidates not chosen.
+      const double chance = (n.same_candidates - n.same + 1) /
+                            (n.candidates - n.assigned + 2);
       if (q <= chance) continue;
       shared_ids_[key] = {static_cast<float>(std::log(q / chance)),
                           static_cast<float>(std::log((1 - q) / (1 - chance)))};

@@ -936,8 +936,10 @@ TEST(NestingTest, ChildrenThatRepeatTheirParentsIdFollowIt) {
   ASSERT_TRUE(with_ids.ok()) << with_ids.status().message();
   ASSERT_TRUE(timing.ok()) << timing.status().message();
   EXPECT_EQ(with_ids->requests, 3000u);
-  // Measured: 97.1% with the ids, 92.1% on timing alone.
-  EXPECT_GE(with_ids->request_accuracy, 0.965);
+  // Measured: 98.3% with the ids (97.1% with the chance of a match read
+  // over every candidate, the true parent among them), 92.1% on timing
+  // alone.
+  EXPECT_GE(with_ids->request_accuracy, 0.975);
   EXPECT_LT(timing->request_accuracy, 0.94);
 }
 
