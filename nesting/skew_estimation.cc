@@ -229,6 +229,7 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
 void CorrectClocks(const BinScale& scale, CallTable* table, Params* params,
                    SkewState* state, InputStats* stats) {
   constexpr int kClockRounds = 3;
+  if (table->ret_order.empty()) return;  // no call returned: no bound
   // A trace that needs no window is probed once: its clocks are bounded
   // from an assignment with the probe windows, and the correction is kept
   // only if it leaves every child enclosed as before. A correction that
