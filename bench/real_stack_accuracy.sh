@@ -4,7 +4,8 @@
 # memcached on loopback, captured live with --truth-header X-Request-Id.
 # Measures the saturation throughput of each route mix first, then runs 10%,
 # 30%, 60% and 85% of it; scores each capture as captured and skewed as if
-# taken on several hosts (offsets 50 us to 2 ms, drift), with default nest,
+# taken on several hosts ("yes": offsets 50 us to 2 ms, drift; "small":
+# offsets 50 us to 200 us, no drift), with default nest,
 # --timeline-passes 0, the paper's algorithm (--timeline-passes 0
 # --skew-window 0), a hand-set --skew-window 0.004 and first-come-first-served
 # (--assign fcfs) if this nest has it; with BBPROF_BASE=PATH, also the
