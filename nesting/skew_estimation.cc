@@ -1,12 +1,15 @@
 #include "nesting/skew_estimation.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <numeric>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include "nesting/assignment.h"
 #include "nesting/parent_choice.h"
@@ -91,9 +94,11 @@ void EstimateSkew(const CallTable& table, SkewState* state, Params* params) {
 
 namespace {
 
-// One round of CorrectClocks: returns whether any clock moved.
-bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
-                       SkewState* state, InputStats* stats) {
+// The clocks that a first assignment under `windows` bounds (the
+// assignment is undone): half a round of CorrectClocks.
+ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
+                            const Params& params, const EdgeWindows& windows,
+                            InputStats* stats) {
   std::vector<Pair>& pairs = table->pairs;
   const size_t n_nodes = table->names.size();
   {
@@ -101,13 +106,13 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
     // parents: the first assignment is the default model's (or more
     // passes), without pathids, so that the baselines and evaluation's
     // cheating run are compared after the same skew handling.
-    Params first = *params;
+    Params first = params;
     first.use_pathids = false;
     first.assign = Assign::kModel;
     first.refine_passes =
-        std::max(params->refine_passes, Params().refine_passes);
+        std::max(params.refine_passes, Params().refine_passes);
     first.timeline_passes =
-        std::max(params->timeline_passes, Params().timeline_passes);
+        std::max(params.timeline_passes, Params().timeline_passes);
     // Nor with the return chain (timeline.cc, ChainReturns): offsets
     // learned from an assignment made with it came out wrong on the skewed
     // real stack (docs/nesting.md, "Burst order"); learned without it,
@@ -120,7 +125,7 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
     // enclose every child (a slow route beside fast ones), a skew that
     // keeps the true parent from enclosing its child shows no miss, and
     // the assignment would give the child to the long call.
-    EdgeWindows probe = state->windows;
+    EdgeWindows probe = windows;
     for (const Pair& c : pairs) {
       probe.try_emplace(CallTable::EdgeKey(c),
                         EdgeWindow{kProbeWindow, kProbeWindow, true});
@@ -173,10 +178,17 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
               return std::tie(a.caller, a.callee) <
                      std::tie(b.caller, b.callee);
             });
-  const ClockCorrection clocks = SolveClockOffsets(edges, n_nodes, t0, t1);
+  ClockCorrection clocks = SolveClockOffsets(edges, n_nodes, t0, t1);
   ResetAssignment(table);
-  if (!clocks.any())
-    return false;  // no clock disagrees: the windows stand (asynchrony)
+  return clocks;
+}
+
+// The other half: every timestamp moved back by its stamping node's clock,
+// the orders sorted again and the windows worked out anew.
+void ApplyClocks(const ClockCorrection& clocks, CallTable* table,
+                 Params* params, SkewState* state) {
+  std::vector<Pair>& pairs = table->pairs;
+  const size_t n_nodes = table->names.size();
   ClockCorrection& total = state->clock_total;
   if (state->observed.empty()) {
     state->observed.resize(pairs.size());
@@ -207,7 +219,38 @@ bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
   state->windows.clear();
   state->skew.clear();
   EstimateSkew(*table, state, params);
+}
+
+// One round of CorrectClocks: returns whether any clock moved.
+bool CorrectClocksOnce(const BinScale& scale, CallTable* table, Params* params,
+                       SkewState* state, InputStats* stats) {
+  const ClockCorrection clocks =
+      BoundClocks(scale, table, *params, state->windows, stats);
+  // No clock disagrees: the windows stand (asynchrony).
+  if (!clocks.any()) return false;
+  ApplyClocks(clocks, table, params, state);
   return true;
+}
+
+// The first `n` calls of `table` (in call order as stamped: pair order),
+// with their returns, node names and op keys: nothing else is set before
+// the first assignment.
+CallTable FirstCalls(const CallTable& table, size_t n) {
+  CallTable sample;
+  sample.names = table.names;
+  sample.pairs.assign(table.pairs.begin(),
+                      table.pairs.begin() + static_cast<std::ptrdiff_t>(n));
+  for (uint32_t i : table.ret_order) {
+    if (i < n) sample.ret_order.push_back(i);
+  }
+  auto first = [n](const auto& v) {
+    return std::decay_t<decltype(v)>(
+        v.begin(), v.begin() + static_cast<std::ptrdiff_t>(std::min(n, v.size())));
+  };
+  sample.op_of = first(table.op_of);
+  sample.id_of = first(table.id_of);
+  sample.key_callee = first(table.key_callee);
+  return sample;
 }
 
 }  // namespace
@@ -236,23 +279,35 @@ void CorrectClocks(const BinScale& scale, CallTable* table, Params* params,
   // makes calls miss was read off wrong parents (many calls in flight, few
   // children with one candidate), not off a skew the trace hid, and the
   // trace is left exactly as it was stamped.
-  const bool probing = state->windows.empty();
-  std::vector<uint32_t> stamped_call_order, stamped_ret_order;
-  if (probing) {
-    stamped_call_order = table->call_order;
-    stamped_ret_order = table->ret_order;
-  }
-  for (int round = 0;
-       round < kClockRounds && (round == 0 || !state->windows.empty());
-       ++round) {
-    if (!CorrectClocksOnce(scale, table, params, state, stats)) break;
-    if (probing && !state->windows.empty()) {
+  // The probe's cost is bounded: on a long trace its clocks are bounded
+  // from the first kProbeCalls calls (offsets do not change with the
+  // length of a trace), then applied to all of it.
+  if (state->windows.empty()) {
+    ClockCorrection clocks;
+    if (table->pairs.size() > kProbeCalls) {
+      CallTable sample = FirstCalls(*table, kProbeCalls);
+      InputStats sample_stats = *stats;
+      clocks = BoundClocks(scale, &sample, *params, state->windows,
+                           &sample_stats);
+    } else {
+      clocks = BoundClocks(scale, table, *params, state->windows, stats);
+    }
+    if (!clocks.any()) return;
+    std::vector<uint32_t> stamped_call_order = table->call_order;
+    std::vector<uint32_t> stamped_ret_order = table->ret_order;
+    ApplyClocks(clocks, table, params, state);
+    if (!state->windows.empty()) {
       RestoreObservedTimes(table, state);
       table->call_order = std::move(stamped_call_order);
       table->ret_order = std::move(stamped_ret_order);
       *state = SkewState{};
       params->skew_window = 0;
       return;
+    }
+  } else {
+    for (int round = 0; round < kClockRounds && !state->windows.empty();
+         ++round) {
+      if (!CorrectClocksOnce(scale, table, params, state, stats)) break;
     }
   }
   const ClockCorrection& total = state->clock_total;

@@ -411,7 +411,8 @@ TEST(NestingTest, ADriftDoesNotMoveBoundsThatHoldZeroAsStamped) {
 // probe every call to B went to a slow request. The probe's windows let
 // the true parents be chosen, the bounds put B ahead, and the fast
 // requests nest.
-TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
+// `fast` requests, a slow one every fifth.
+std::string HiddenSkewTrace(int fast) {
   std::string t;
   char line[160];
   std::mt19937 rng(7);
@@ -426,8 +427,7 @@ TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
     msgs.push_back({at, line});
   };
   const double skew = 150e-6;
-  int fast = 0;
-  for (int i = 0; i < 2000; ++i) {
+  for (int i = 0; i < fast; ++i) {
     const double t0 = 1.0 + 0.001 * i;  // a fast request every ms
     const double to_b = t0 + (20 + jitter(rng)) * 1e-6;
     const double b_ret = to_b + (100 + 2 * jitter(rng)) * 1e-6;
@@ -436,7 +436,6 @@ TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
     add(to_b, "CALL F B b%d", i);
     add(b_ret + skew, "RET B F b%d", i);
     add(f_ret, "RET F client f%d", i);
-    ++fast;
     if (i % 5 == 0) {  // a slow request every 5 ms, 40 ms long
       const double s0 = t0 + 0.0003;
       add(s0, "CALL client F s%d", i);
@@ -449,7 +448,11 @@ TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
     std::snprintf(line, sizeof line, "%.6f ", m.t);
     t += line + m.text + "\n";
   }
-  auto r = NestText(t);
+  return t;
+}
+
+void ExpectHiddenSkewFound(int fast) {
+  auto r = NestText(HiddenSkewTrace(fast));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->skew.empty());  // no window: every call to B is enclosed
   ASSERT_EQ(r->clock_offsets.size(), 1u);
@@ -463,6 +466,18 @@ TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
   // The first request or two may lack a parent that encloses it once
   // corrected; every other fast request nests.
   EXPECT_GE(p->count, static_cast<uint64_t>(fast - 20));
+}
+
+TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
+  ExpectHiddenSkewFound(2000);
+}
+
+// Past kProbeCalls calls the probe bounds the clocks from the first ones
+// and corrects the whole trace with them.
+TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFoundOnALongTrace) {
+  const int fast = 100'000;  // 220,000 calls
+  static_assert(2 * 100'000 > kProbeCalls);
+  ExpectHiddenSkewFound(fast);
 }
 
 TEST(NestingTest, SkewWindowIsReadAtTheUpperEdgeOfTheMisses) {
