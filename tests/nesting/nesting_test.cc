@@ -48,6 +48,31 @@ const Pattern* Find(const NestingResult& r, const std::string& sig) {
   return nullptr;
 }
 
+// Trace lines added out of order, each at its time (seconds), written in
+// time order (ties in the order added) with the time in front.
+class TimedLines {
+ public:
+  void Add(double t, const std::string& text) { lines_.push_back({t, text}); }
+  std::string Text() {
+    std::stable_sort(lines_.begin(), lines_.end(),
+                     [](const Line& a, const Line& b) { return a.t < b.t; });
+    std::string text;
+    char at[32];
+    for (const Line& l : lines_) {
+      std::snprintf(at, sizeof at, "%.6f ", l.t);
+      text += at + l.text + "\n";
+    }
+    return text;
+  }
+
+ private:
+  struct Line {
+    double t;
+    std::string text;
+  };
+  std::vector<Line> lines_;
+};
+
 // Figure 3 (section 5.1.1): A calls B (messages 1 and 11), B calls C (3, 5)
 // and D (7, 9); message numbers are the timestamps.
 TEST(NestingTest, Figure3GivesOnePathABCD) {
@@ -413,18 +438,13 @@ TEST(NestingTest, ADriftDoesNotMoveBoundsThatHoldZeroAsStamped) {
 // requests nest.
 // `fast` requests, a slow one every fifth.
 std::string HiddenSkewTrace(int fast) {
-  std::string t;
-  char line[160];
+  TimedLines lines;
+  char line[64];
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> jitter(0, 40);
-  struct Msg {
-    double t;
-    std::string text;
-  };
-  std::vector<Msg> msgs;
   auto add = [&](double at, const char* fmt, int id) {
     std::snprintf(line, sizeof line, fmt, id);
-    msgs.push_back({at, line});
+    lines.Add(at, line);
   };
   const double skew = 150e-6;
   for (int i = 0; i < fast; ++i) {
@@ -442,13 +462,7 @@ std::string HiddenSkewTrace(int fast) {
       add(s0 + 0.04, "RET F client s%d", i);
     }
   }
-  std::stable_sort(msgs.begin(), msgs.end(),
-                   [](const Msg& a, const Msg& b) { return a.t < b.t; });
-  for (const Msg& m : msgs) {
-    std::snprintf(line, sizeof line, "%.6f ", m.t);
-    t += line + m.text + "\n";
-  }
-  return t;
+  return lines.Text();
 }
 
 void ExpectHiddenSkewFound(int fast) {
@@ -909,11 +923,7 @@ std::string SharedIdTrace(bool ids) {
   std::exponential_distribution<double> arrival(6000);
   std::uniform_int_distribution<int> key(0, 9), gap(100, 500), work(30, 70),
       tail(20, 40);
-  struct Msg {
-    double t;
-    std::string text;
-  };
-  std::vector<Msg> msgs;
+  TimedLines lines;
   char line[160];
   double t = 1.0;
   for (int i = 0; i < 3000; ++i) {
@@ -926,20 +936,16 @@ std::string SharedIdTrace(bool ids) {
     const std::string b = ids ? "http:GET:/b/k" + std::to_string(k) : "http:GET:/b";
     auto add = [&](double at, const char* what, const char* from, const char* to,
                    char kind, const std::string& op) {
-      std::snprintf(line, sizeof line, "%.6f %s %s %s %c%d r%d %s\n", at, what,
-                    from, to, kind, i, i, op.c_str());
-      msgs.push_back({at, line});
+      std::snprintf(line, sizeof line, "%s %s %s %c%d r%d %s", what, from, to,
+                    kind, i, i, op.c_str());
+      lines.Add(at, line);
     };
     add(t, "CALL", "client", "F", 'f', a);
     add(call, "CALL", "F", "B", 'b', b);
     add(ret, "RET", "B", "F", 'b', b);
     add(done, "RET", "F", "client", 'f', a);
   }
-  std::stable_sort(msgs.begin(), msgs.end(),
-                   [](const Msg& x, const Msg& y) { return x.t < y.t; });
-  std::string text;
-  for (const Msg& m : msgs) text += m.text;
-  return text;
+  return lines.Text();
 }
 
 TEST(NestingTest, ChildrenThatRepeatTheirParentsIdFollowIt) {
