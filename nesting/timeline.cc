@@ -641,9 +641,9 @@ class TimelineModel {
   // among them, c read 0.32 for 0.15 on the real stack's busiest edge (py1
   // /compose -> /part, async 85%) and the term was a third weaker (request
   // accuracy 74.1% against 76.5%). Only where children repeat their
-  // parent's id more often than
-  // chance: ids that do not travel (/user/42 calling /orders/9) give no
-  // term, nor does a trace without ids (every maketrace sample).
+  // parent's id more often than chance: ids that do not travel (/user/42
+  // calling /orders/9) give no term, nor does a trace without ids (every
+  // maketrace sample).
   void LearnSharedIds() {
     shared_ids_.clear();
     if (table_->id_of.empty()) return;
