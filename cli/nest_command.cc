@@ -95,9 +95,13 @@ int Run(std::span<const std::string> args) {
   // plain run keeps none of them.
   std::optional<nesting::DetailedResult> detail;
   if (requests_format) detail.emplace();
+  // On a trace the stream driver nests, the requests wait in a spool
+  // (nesting/request_export.h) until the patterns are ranked.
+  std::unique_ptr<nesting::RequestSpool> spool;
   int mpi_rank = 0;
-  auto result = NestInput(cl, cl.Positional("TRACE")[0], setup, detail ? &*detail : nullptr,
-                          /*labels=*/true, &mpi_rank);
+  auto result = NestInput(cl, cl.Positional("TRACE")[0], setup,
+                          detail ? &*detail : nullptr,
+                          /*labels=*/true, &mpi_rank, &spool);
   // Under mpirun, rank 0 writes every output and tells every error.
   if (mpi_rank != 0) return result.ok() ? kExitOk : 1;
   if (!result.ok()) return cl.Fail(result.status());
@@ -109,6 +113,7 @@ int Run(std::span<const std::string> args) {
   auto& pats = result->patterns;
   result->sort = *sort_key;
   nesting::SortPatterns(pats, *sort_key);
+  if (spool) spool->SetSignatures(pats);
   uint64_t min_count = cl.Get<uint64_t>("min-count");
   std::erase_if(pats, [&](const nesting::Pattern& p) { return p.count < min_count; });
   if (top > 0 && pats.size() > static_cast<size_t>(top)) pats.resize(static_cast<size_t>(top));
@@ -117,7 +122,9 @@ int Run(std::span<const std::string> args) {
   nlohmann::ordered_json doc = nesting::ResultToJson(*result);
   if (requests_format) {
     const std::string& rpath = cl.Get<std::string>("requests");
-    auto exported = nesting::ExportRequests(*detail, pats, *requests_format, rpath);
+    auto exported =
+        spool ? spool->Export(pats, *requests_format, rpath)
+              : nesting::ExportRequests(*detail, pats, *requests_format, rpath);
     if (!exported.ok()) return cl.Fail(exported.status());
     // eval finds the requests through this (a path relative to where nest
     // ran, as given).

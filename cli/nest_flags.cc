@@ -63,10 +63,10 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       "how the trace is held: 'memory' (whole, every pass over every call), "
       "'stream' (in segments of --segment-messages, each nested on its own "
       "and owning the requests that start in it: memory bounded by the "
-      "segment, not the trace) or 'auto' (memory for a file of at most 64 "
-      "MiB and when every call is needed: --requests, eval; stream for a "
-      "larger file and standard input); a trace of one segment gives the "
-      "same result either way")(
+      "segment, not the trace; --requests wait in a file in $TMPDIR) or "
+      "'auto' (memory for a file of at most 64 MiB, stream for a larger "
+      "file and standard input); a trace of one segment gives the same "
+      "result either way")(
       "segment-messages",
       po::value<std::string>()->default_value(
           std::to_string(nesting::StreamOptions{}.segment_messages)),
@@ -195,29 +195,30 @@ std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
   return std::nullopt;
 }
 
-Result<nesting::NestingResult> NestInput(const CommandLine& cl,
-                                         const std::string& path,
-                                         const NestSetup& setup,
-                                         nesting::DetailedResult* detail,
-                                         bool labels,
-                                         [[maybe_unused]] int* mpi_rank) {
+Result<nesting::NestingResult> NestInput(
+    const CommandLine& cl, const std::string& path, const NestSetup& setup,
+    nesting::DetailedResult* detail, bool labels,
+    [[maybe_unused]] int* mpi_rank,
+    std::unique_ptr<nesting::RequestSpool>* spool) {
   auto reader = OpenNamedInput(path, setup.reader, setup.naming);
   if (!reader.ok()) return reader.status();
   Result<nesting::NestingResult> result = Status::Error("nest: not run");
-  // Every call's parent (requests, evaluation) needs the whole trace.
+  // Scoring every call (evaluation) needs the whole trace; the requests
+  // export can take them segment by segment, through a spool.
   // auto: a file small enough to hold whole (64 MiB is about 6 M
   // messages of a binary trace, 1.4 M of a text one) is held whole; a
   // larger one, or standard input, is streamed.
   constexpr uint64_t kAutoMemoryBytes = uint64_t{64} << 20;
+  const bool every_call = detail != nullptr && spool == nullptr;
   const bool stream =
       setup.search == NestSearch::kStream ||
-      (setup.search == NestSearch::kAuto && detail == nullptr &&
+      (setup.search == NestSearch::kAuto && !every_call &&
        !setup.params.use_pathids &&
        (path == "-" || trace::FileSizeOrZero(path) > kAutoMemoryBytes));
-  if (stream && (detail != nullptr || setup.params.use_pathids)) {
+  if (stream && (every_call || setup.params.use_pathids)) {
     return Status::Error(
-        "--search stream cannot export or score every request (--requests, "
-        "eval): they need --search memory");
+        "--search stream cannot score every request (eval): it needs "
+        "--search memory");
   }
   nesting::StreamReport report;
 #ifdef BBPROF_MPI
@@ -257,8 +258,14 @@ Result<nesting::NestingResult> NestInput(const CommandLine& cl,
   } else
 #endif
   if (stream) {
-    result = nesting::RunNestingStream(**reader, setup.params, setup.stream,
-                                       &report);
+    nesting::StreamOptions options = setup.stream;
+    if (detail != nullptr) {
+      *spool = std::make_unique<nesting::RequestSpool>();
+      BBPROF_RETURN_IF_ERROR((*spool)->Create());
+      options.requests = spool->get();
+    }
+    result =
+        nesting::RunNestingStream(**reader, setup.params, options, &report);
     if (result.ok() && report.segments > 1) {
       Inform(cl, "nested in " + std::to_string(report.segments) +
                      " segments of " +

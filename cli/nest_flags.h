@@ -5,6 +5,7 @@
 #ifndef BBPROF_CLI_NEST_FLAGS_H_
 #define BBPROF_CLI_NEST_FLAGS_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -44,14 +45,18 @@ bool ParseThreadsFlag(const std::string& text, int* threads);
 // Opens `path` (a trace or a capture, cli/analysis_input.h) and nests it;
 // tells (unless --quiet) of skipped lines and skew windows. An input with no
 // messages or no call pairs is an error. With `detail`, the run keeps every
-// call (and, with `labels`, its callid and op) there too. With `mpi_rank`
+// call (and, with `labels`, its callid and op) there too; with `spool`
+// as well, a trace the stream driver nests writes its requests to a
+// RequestSpool made in *spool instead (nest --requests in bounded memory),
+// and `detail` stays empty. With `mpi_rank`
 // (nest only), a process started by mpirun nests its share of the stream
 // driver's segments (nesting/mpi_driver.h) and *mpi_rank gets its rank:
 // only rank 0's result is the trace's (the others' is empty, not checked).
 Result<nesting::NestingResult> NestInput(
     const CommandLine& cl, const std::string& path, const NestSetup& setup,
     nesting::DetailedResult* detail = nullptr, bool labels = false,
-    int* mpi_rank = nullptr);
+    int* mpi_rank = nullptr,
+    std::unique_ptr<nesting::RequestSpool>* spool = nullptr);
 
 }  // namespace bbprof::cli
 

@@ -6,6 +6,9 @@
 #ifndef BBPROF_NESTING_DRIVERS_H_
 #define BBPROF_NESTING_DRIVERS_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "base/status.h"
 #include "nesting/call_table.h"
 #include "nesting/nesting.h"
@@ -22,8 +25,18 @@ struct AssignedSegment {
   CallTable table;
   NestingResult result;
 };
+// With `labels`, every call's callid too (CallLabels::callids), for
+// FillCallDetails.
 Status AssignSegment(trace::TraceReader& reader, const Params& params,
-                     AssignedSegment* out);
+                     AssignedSegment* out, CallLabels* labels = nullptr);
+
+// What the requests export reads of every call of `table` (parents, times,
+// nodes, the root's pattern: `root_pattern` as FindCallPaths gives it), its
+// node names and, when `d->labels.callids` holds the pairer's callids, the
+// calls' operations: into `d`.
+void FillCallDetails(const CallTable& table,
+                     const std::vector<uint32_t>& root_pattern,
+                     DetailedResult* d);
 
 // What the input was, once `reader` is at its end: its path, the bytes read
 // and their CRC-32, the node names and those folded, the "#meta" lines

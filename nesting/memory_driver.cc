@@ -78,29 +78,9 @@ class MemoryDriver {
   void set_progress(bool on) { progress_ = on; }
 
   void FillDetails(DetailedResult* d) const {
-    const std::vector<Pair>& pairs = table_.pairs;
-    d->calls.resize(pairs.size());
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      d->calls[i].matched = pairs[i].ret >= 0;
-      d->calls[i].imputed = pairs[i].imputed;
-      d->calls[i].parent = pairs[i].parent;
-      d->calls[i].root_pattern = root_pattern_[i];
-      d->calls[i].call_ns = pairs[i].call;
-      d->calls[i].ret_ns = pairs[i].ret;
-      d->calls[i].caller = pairs[i].caller;
-      d->calls[i].callee = pairs[i].callee;
-      d->calls[i].pathid = pairs[i].pathid;
-    }
+    FillCallDetails(table_, root_pattern_, d);
     for (const auto& p : d->result.patterns) {
       d->pattern_signatures.push_back(p.signature);
-    }
-    d->node_names = table_.names;
-    if (labels_ != nullptr) {
-      labels_->op_names.assign(table_.op_names.begin(), table_.op_names.end());
-      labels_->ops.resize(pairs.size());
-      for (uint32_t i = 0; i < pairs.size(); ++i) {
-        labels_->ops[i] = table_.OpOf(i);
-      }
     }
   }
 
@@ -277,10 +257,37 @@ void TakeReaderStats(trace::TraceReader& reader, InputStats* in) {
   for (const std::string& m : reader.meta()) KeepInputMeta(m, &in->meta);
 }
 
+void FillCallDetails(const CallTable& table,
+                     const std::vector<uint32_t>& root_pattern,
+                     DetailedResult* d) {
+  const std::vector<Pair>& pairs = table.pairs;
+  d->calls.resize(pairs.size());
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    CallInfo& c = d->calls[i];
+    c.matched = pairs[i].ret >= 0;
+    c.imputed = pairs[i].imputed;
+    c.parent = pairs[i].parent;
+    c.root_pattern = root_pattern[i];
+    c.call_ns = pairs[i].call;
+    c.ret_ns = pairs[i].ret;
+    c.caller = pairs[i].caller;
+    c.callee = pairs[i].callee;
+    c.pathid = pairs[i].pathid;
+  }
+  d->node_names = table.names;
+  if (!d->labels.callids.empty()) {
+    d->labels.op_names.assign(table.op_names.begin(), table.op_names.end());
+    d->labels.ops.resize(pairs.size());
+    for (uint32_t i = 0; i < pairs.size(); ++i) {
+      d->labels.ops[i] = table.OpOf(i);
+    }
+  }
+}
+
 Status AssignSegment(trace::TraceReader& reader, const Params& params,
-                     AssignedSegment* out) {
+                     AssignedSegment* out, CallLabels* labels) {
   BBPROF_RETURN_IF_ERROR(CheckParams(params));
-  MemoryDriver driver(reader, params, nullptr);
+  MemoryDriver driver(reader, params, labels);
   driver.set_progress(false);
   BBPROF_RETURN_IF_ERROR(driver.Assign(&out->result));
   out->result.input = driver.stats();

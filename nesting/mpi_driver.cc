@@ -104,6 +104,8 @@ Result<NestingResult> RunNestingMpi(trace::TraceReader& reader,
   *rank = r;
   options.rank = r;
   options.ranks = n;
+  // Each rank's segments would spool on its own machine.
+  options.requests = nullptr;
   options.gather = [r, n](const StreamOptions::Parts& mine) {
     return Gather(mine, r, n);
   };

@@ -459,11 +459,13 @@ Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
       .FindCallPaths(std::max(1, threads), patterns);
 }
 
-Status FindOwnedCallPaths(const CallTable& table, bool group_by_op,
-                          TimeNs from, TimeNs until, InputStats* stats,
-                          std::vector<Pattern>* patterns) {
-  std::vector<uint32_t> root_pattern;
-  PatternBuilder builder(table, group_by_op, stats, &root_pattern);
+Status FindOwnedCallPaths(const CallTable& table, bool group_by_op, TimeNs from,
+                          TimeNs until, InputStats* stats,
+                          std::vector<Pattern>* patterns,
+                          std::vector<uint32_t>* root_pattern) {
+  std::vector<uint32_t> unused;
+  PatternBuilder builder(table, group_by_op, stats,
+                         root_pattern != nullptr ? root_pattern : &unused);
   builder.OwnOnly(from, until);
   return builder.FindCallPaths(1, patterns);
 }

@@ -35,10 +35,13 @@ Status FindCallPaths(const CallTable& table, bool group_by_op, int threads,
 // driver, docs/nesting.md "The stream driver"): the patterns of the complete
 // roots of `table` called in [from, until), the roots the segment owns, in
 // canonical order and without signatures, for a PatternMerger. Counts the
-// owned roots that are unfinished into stats->unfinished_roots.
+// owned roots that are unfinished into stats->unfinished_roots. With
+// `root_pattern`, every owned complete root's index into `patterns` (else
+// kNone), as FindCallPaths gives it: for the requests export.
 Status FindOwnedCallPaths(const CallTable& table, bool group_by_op,
                           trace::TimeNs from, trace::TimeNs until,
-                          InputStats* stats, std::vector<Pattern>* patterns);
+                          InputStats* stats, std::vector<Pattern>* patterns,
+                          std::vector<uint32_t>* root_pattern = nullptr);
 
 // Segments' patterns added up in segment order: counts and distributions
 // add exactly; the total latency is summed per segment, then over

@@ -1,10 +1,17 @@
 #include "nesting/request_export.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -115,15 +122,20 @@ struct ExportRequest {
   std::vector<ExportCall> calls;
 };
 
-// What every writer sees of the run.
+// What every writer sees of the run: every call's times and nodes, its
+// callid and op, and the names. The in-memory export points it at the
+// run's DetailedResult; the spooled one (RequestSpool) at one request's
+// calls read back, with the names every segment shares.
 struct Context {
-  const DetailedResult* d;
-  std::string_view Name(trace::NodeId id) const { return d->node_names[id]; }
-  const CallInfo& Call(uint32_t i) const { return d->calls[i]; }
-  std::string_view Callid(uint32_t i) const { return d->labels.callids[i]; }
-  std::string_view Op(uint32_t i) const {
-    return d->labels.op_names[d->labels.ops[i]];
-  }
+  const std::vector<CallInfo>* calls;
+  const std::vector<std::string>* callids;
+  const std::vector<uint32_t>* ops;  // into op_names
+  const std::vector<std::string>* op_names;
+  const std::vector<std::string>* node_names;
+  std::string_view Name(trace::NodeId id) const { return (*node_names)[id]; }
+  const CallInfo& Call(uint32_t i) const { return (*calls)[i]; }
+  std::string_view Callid(uint32_t i) const { return (*callids)[i]; }
+  std::string_view Op(uint32_t i) const { return (*op_names)[(*ops)[i]]; }
   // What a span is called: the operation, else the callee's name.
   std::string_view SpanName(uint32_t i) const {
     std::string_view op = Op(i);
@@ -135,6 +147,11 @@ struct Context {
     return std::max(Call(i).ret_ns, Call(i).call_ns);
   }
 };
+
+Context ContextOf(const DetailedResult& d) {
+  return {&d.calls, &d.labels.callids, &d.labels.ops, &d.labels.op_names,
+          &d.node_names};
+}
 
 class Writer {
  public:
@@ -640,24 +657,15 @@ std::string IsoTime(trace::TimeNs ns) {
   return buf;
 }
 
-Result<ExportStats> ExportRequests(const DetailedResult& d,
-                                   const std::vector<Pattern>& reported,
-                                   RequestFormat format,
-                                   const std::string& path) {
+namespace {
+
+// Every request of `d` whose root call i passes want(i), in root call order
+// (the call's index: the order the calls were stamped), each with its calls
+// in depth-first pre-order and its ids; visit(i, request) may stop the walk
+// with an error.
+template <class Want, class Visit>
+Status ForEachRequest(const DetailedResult& d, Want&& want, Visit&& visit) {
   const auto& calls = d.calls;
-  if (d.labels.callids.size() != calls.size()) {
-    return Status::Error("ExportRequests needs a run with call labels");
-  }
-  // Rank of every reported pattern, by discovery index.
-  std::unordered_map<std::string_view, int> rank_of;
-  for (size_t k = 0; k < reported.size(); ++k) {
-    rank_of.emplace(reported[k].signature, static_cast<int>(k + 1));
-  }
-  std::vector<int> rank(d.pattern_signatures.size(), 0);
-  for (size_t p = 0; p < rank.size(); ++p) {
-    auto it = rank_of.find(d.pattern_signatures[p]);
-    if (it != rank_of.end()) rank[p] = it->second;
-  }
   // Children of every call, in call order (compressed rows).
   const uint32_t n = static_cast<uint32_t>(calls.size());
   std::vector<uint32_t> first(n + 1, 0), kids;
@@ -675,23 +683,13 @@ Result<ExportStats> ExportRequests(const DetailedResult& d,
       }
     }
   }
-
-  auto out = trace::OpenOutputStream(path);
-  if (!out.ok()) return out.status();
-  std::unique_ptr<Writer> writer = MakeWriter(format);
-  Context ctx{&d};
-  std::string buf;
-  writer->Begin(&buf);
-  ExportStats stats;
   ExportRequest req;
   std::vector<std::pair<uint32_t, int32_t>> stack;
   for (uint32_t i = 0; i < n; ++i) {
     const CallInfo& c = calls[i];
     if (!c.matched || c.parent != kNoParent || c.root_pattern == kNoParent)
       continue;
-    if (rank[c.root_pattern] == 0) continue;
-    req.rank = rank[c.root_pattern];
-    req.signature = &d.pattern_signatures[c.root_pattern];
+    if (!want(i)) continue;
     uint64_t h = HashBytes(0xCBF29CE484222325ULL, d.node_names[c.caller]);
     h = HashBytes(HashInt(h, 0xFF), d.node_names[c.callee]);
     h = HashBytes(HashInt(h, static_cast<uint64_t>(c.call_ns)),
@@ -713,18 +711,296 @@ Result<ExportStats> ExportRequests(const DetailedResult& d,
         stack.emplace_back(kids[k - 1], pos);
       }
     }
-    writer->Add(ctx, req, &buf);
-    ++stats.requests;
-    stats.calls += req.calls.size();
-    if (buf.size() >= (1u << 16)) {
-      BBPROF_RETURN_IF_ERROR((*out)->Write(buf));
-      buf.clear();
+    BBPROF_RETURN_IF_ERROR(visit(i, req));
+  }
+  return Status::Ok();
+}
+
+// The export's file: its writer, written 64 KiB at a time.
+class RequestOutput {
+ public:
+  Status Open(RequestFormat format, const std::string& path) {
+    auto out = trace::OpenOutputStream(path);
+    if (!out.ok()) return out.status();
+    out_ = std::move(*out);
+    writer_ = MakeWriter(format);
+    writer_->Begin(&buf_);
+    return Status::Ok();
+  }
+  Status Add(const Context& ctx, const ExportRequest& r) {
+    writer_->Add(ctx, r, &buf_);
+    ++stats_.requests;
+    stats_.calls += r.calls.size();
+    if (buf_.size() < (1u << 16)) return Status::Ok();
+    Status s = out_->Write(buf_);
+    buf_.clear();
+    return s;
+  }
+  Result<ExportStats> Finish() {
+    writer_->End(&buf_);
+    BBPROF_RETURN_IF_ERROR(out_->Write(buf_));
+    BBPROF_RETURN_IF_ERROR(out_->Close());
+    return stats_;
+  }
+
+ private:
+  std::unique_ptr<trace::OutputStream> out_;
+  std::unique_ptr<Writer> writer_;
+  std::string buf_;
+  ExportStats stats_;
+};
+
+}  // namespace
+
+Result<ExportStats> ExportRequests(const DetailedResult& d,
+                                   const std::vector<Pattern>& reported,
+                                   RequestFormat format,
+                                   const std::string& path) {
+  if (d.labels.callids.size() != d.calls.size()) {
+    return Status::Error("ExportRequests needs a run with call labels");
+  }
+  // Rank of every reported pattern, by discovery index.
+  std::unordered_map<std::string_view, int> rank_of;
+  for (size_t k = 0; k < reported.size(); ++k) {
+    rank_of.emplace(reported[k].signature, static_cast<int>(k + 1));
+  }
+  std::vector<int> rank(d.pattern_signatures.size(), 0);
+  for (size_t p = 0; p < rank.size(); ++p) {
+    auto it = rank_of.find(d.pattern_signatures[p]);
+    if (it != rank_of.end()) rank[p] = it->second;
+  }
+  RequestOutput out;
+  BBPROF_RETURN_IF_ERROR(out.Open(format, path));
+  const Context ctx = ContextOf(d);
+  BBPROF_RETURN_IF_ERROR(ForEachRequest(
+      d, [&](uint32_t i) { return rank[d.calls[i].root_pattern] != 0; },
+      [&](uint32_t i, ExportRequest& req) {
+        req.rank = rank[d.calls[i].root_pattern];
+        req.signature = &d.pattern_signatures[d.calls[i].root_pattern];
+        return out.Add(ctx, req);
+      }));
+  return out.Finish();
+}
+
+// The spool's file: records of requests, each segment's in chunks of about
+// 1 MiB (a request never spans two), appended in the order segments finish;
+// `chunks` finds a segment's in order. A record: the pattern's shape index
+// in its segment, the call count, the trace id, then per call its parent's
+// position, span id, times, the assumed-return flag, its caller, callee and
+// op (ids the spool shares across segments) and its callid.
+struct RequestSpool::State {
+  int fd = -1;
+  std::string dir;
+  std::mutex mu;
+  uint64_t end = 0;  // bytes written
+  std::map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> chunks;
+  std::map<uint64_t, std::vector<std::string>> shapes;  // by segment
+  std::vector<std::string> names, op_names;             // shared ids
+  std::unordered_map<std::string, uint32_t> name_id, op_id;
+  std::unordered_map<std::string, std::string> signature_of;  // by shape
+
+  Status Error(const std::string& what) const {
+    return Status::Error(what + " in " + dir + " (" + std::strerror(errno) +
+                         "); set TMPDIR to a writable folder with room for "
+                         "the requests, or use --search memory");
+  }
+  Status Append(uint64_t k, const std::string& bytes) {
+    std::lock_guard lock(mu);
+    const char* p = bytes.data();
+    size_t left = bytes.size();
+    uint64_t at = end;
+    while (left > 0) {
+      const ssize_t n = ::pwrite(fd, p, left, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Error("cannot write the requests' spool file");
+      p += n;
+      at += static_cast<uint64_t>(n);
+      left -= static_cast<size_t>(n);
+    }
+    chunks[k].emplace_back(end, bytes.size());
+    end = at;
+    return Status::Ok();
+  }
+  // The shared id of a name, given (under the lock) when first seen.
+  static uint32_t Intern(const std::string& name, std::vector<std::string>* all,
+                         std::unordered_map<std::string, uint32_t>* ids) {
+    auto [it, inserted] =
+        ids->try_emplace(name, static_cast<uint32_t>(all->size()));
+    if (inserted) all->push_back(name);
+    return it->second;
+  }
+};
+
+namespace {
+
+template <class T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+bool Get(std::string_view* in, T* v) {
+  if (in->size() < sizeof *v) return false;
+  std::memcpy(v, in->data(), sizeof *v);
+  in->remove_prefix(sizeof *v);
+  return true;
+}
+
+}  // namespace
+
+RequestSpool::RequestSpool() : state_(std::make_unique<State>()) {}
+RequestSpool::~RequestSpool() {
+  if (state_->fd >= 0) ::close(state_->fd);
+}
+
+Status RequestSpool::Create() {
+  const char* env = std::getenv("TMPDIR");
+  state_->dir = env != nullptr && *env != '\0' ? env : "/tmp";
+  std::string tmpl = state_->dir + "/bbprof-requests-XXXXXX";
+  state_->fd = ::mkstemp(tmpl.data());
+  if (state_->fd < 0)
+    return state_->Error("cannot create the requests' spool file");
+  ::unlink(tmpl.c_str());
+  return Status::Ok();
+}
+
+Status RequestSpool::AddSegment(uint64_t k, const DetailedResult& d,
+                                const std::vector<std::string>& shapes) {
+  if (d.labels.callids.size() != d.calls.size()) {
+    return Status::Error("RequestSpool needs a run with call labels");
+  }
+  State& st = *state_;
+  // The segment's node and op ids to the spool's, as they are first used.
+  std::vector<uint32_t> node_of(d.node_names.size(), kNoParent);
+  std::vector<uint32_t> op_of(d.labels.op_names.size(), kNoParent);
+  auto shared = [&](std::vector<uint32_t>& ids, uint32_t id,
+                    const std::vector<std::string>& local, bool op) {
+    if (ids[id] == kNoParent) {
+      std::lock_guard lock(st.mu);
+      ids[id] = op ? State::Intern(local[id], &st.op_names, &st.op_id)
+                   : State::Intern(local[id], &st.names, &st.name_id);
+    }
+    return ids[id];
+  };
+  {
+    std::lock_guard lock(st.mu);
+    st.shapes[k] = shapes;
+  }
+  std::string buf;
+  BBPROF_RETURN_IF_ERROR(ForEachRequest(
+      d, [](uint32_t) { return true; },
+      [&](uint32_t i, ExportRequest& req) {
+        Put<uint32_t>(&buf, d.calls[i].root_pattern);
+        Put<uint32_t>(&buf, static_cast<uint32_t>(req.calls.size()));
+        Put(&buf, req.trace_id.hi);
+        Put(&buf, req.trace_id.lo);
+        for (const ExportCall& ec : req.calls) {
+          const CallInfo& c = d.calls[ec.call];
+          const std::string& callid = d.labels.callids[ec.call];
+          Put(&buf, ec.parent);
+          Put(&buf, ec.span_id);
+          Put(&buf, c.call_ns);
+          Put(&buf, c.ret_ns);
+          Put<uint8_t>(&buf, c.imputed ? 1 : 0);
+          Put(&buf, shared(node_of, c.caller, d.node_names, false));
+          Put(&buf, shared(node_of, c.callee, d.node_names, false));
+          Put(&buf,
+              shared(op_of, d.labels.ops[ec.call], d.labels.op_names, true));
+          Put<uint32_t>(&buf, static_cast<uint32_t>(callid.size()));
+          buf.append(callid);
+        }
+        if (buf.size() < (1u << 20)) return Status::Ok();
+        Status s = st.Append(k, buf);
+        buf.clear();
+        return s;
+      }));
+  return buf.empty() ? Status::Ok() : st.Append(k, buf);
+}
+
+void RequestSpool::SetSignatures(const std::vector<Pattern>& all) {
+  for (const Pattern& p : all)
+    state_->signature_of.emplace(p.shape, p.signature);
+}
+
+Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
+                                         RequestFormat format,
+                                         const std::string& path) {
+  State& st = *state_;
+  // Ranks by signature, the first of equal ones, as ExportRequests gives
+  // them; a shape's signature is its merged pattern's.
+  std::unordered_map<std::string_view, int> rank_of;
+  for (size_t k = 0; k < reported.size(); ++k) {
+    rank_of.emplace(reported[k].signature, static_cast<int>(k + 1));
+  }
+  RequestOutput out;
+  BBPROF_RETURN_IF_ERROR(out.Open(format, path));
+  DetailedResult one;  // one request's calls, read back
+  one.node_names = st.names;
+  one.labels.op_names = st.op_names;
+  const Context ctx = ContextOf(one);
+  ExportRequest req;
+  std::string bytes;
+  const Status corrupt =
+      Status::Error("the requests' spool file came back short");
+  for (const auto& [k, chunks] : st.chunks) {
+    const std::vector<std::string>& shapes = st.shapes[k];
+    // A segment's ranks and signatures, by its shape index.
+    std::vector<int> rank(shapes.size(), 0);
+    std::vector<const std::string*> signature(shapes.size(), nullptr);
+    for (size_t p = 0; p < shapes.size(); ++p) {
+      auto sig = st.signature_of.find(shapes[p]);
+      if (sig == st.signature_of.end()) continue;
+      signature[p] = &sig->second;
+      auto it = rank_of.find(sig->second);
+      if (it != rank_of.end()) rank[p] = it->second;
+    }
+    for (const auto& [at, size] : chunks) {
+      bytes.resize(size);
+      size_t got = 0;
+      while (got < size) {
+        const ssize_t n = ::pread(st.fd, bytes.data() + got, size - got,
+                                  static_cast<off_t>(at + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return st.Error("cannot read the requests' spool file");
+        if (n == 0) return corrupt;
+        got += static_cast<size_t>(n);
+      }
+      std::string_view in(bytes);
+      while (!in.empty()) {
+        uint32_t shape = 0, n = 0;
+        if (!Get(&in, &shape) || !Get(&in, &n) || !Get(&in, &req.trace_id.hi) ||
+            !Get(&in, &req.trace_id.lo) || shape >= shapes.size()) {
+          return corrupt;
+        }
+        one.calls.resize(n);
+        one.labels.callids.resize(n);
+        one.labels.ops.resize(n);
+        req.calls.resize(n);
+        for (uint32_t c = 0; c < n; ++c) {
+          CallInfo& ci = one.calls[c];
+          uint8_t imputed = 0;
+          uint32_t op = 0, len = 0;
+          if (!Get(&in, &req.calls[c].parent) ||
+              !Get(&in, &req.calls[c].span_id) || !Get(&in, &ci.call_ns) ||
+              !Get(&in, &ci.ret_ns) || !Get(&in, &imputed) ||
+              !Get(&in, &ci.caller) || !Get(&in, &ci.callee) ||
+              !Get(&in, &op) || !Get(&in, &len) || in.size() < len) {
+            return corrupt;
+          }
+          ci.matched = true;
+          ci.imputed = imputed != 0;
+          one.labels.ops[c] = op;
+          one.labels.callids[c].assign(in.substr(0, len));
+          in.remove_prefix(len);
+          req.calls[c].call = c;
+        }
+        if (rank[shape] == 0) continue;
+        req.rank = rank[shape];
+        req.signature = signature[shape];
+        BBPROF_RETURN_IF_ERROR(out.Add(ctx, req));
+      }
     }
   }
-  writer->End(&buf);
-  BBPROF_RETURN_IF_ERROR((*out)->Write(buf));
-  BBPROF_RETURN_IF_ERROR((*out)->Close());
-  return stats;
+  return out.Finish();
 }
 
 }  // namespace bbprof::nesting

@@ -52,6 +52,43 @@ Result<ExportStats> ExportRequests(const DetailedResult& detail,
                                    RequestFormat format,
                                    const std::string& path);
 
+// The requests of a run nested in segments (the stream driver, issue 17):
+// memory bounded by the segment, not by the trace, for the export too. Each
+// segment, once nested, writes the requests it owns (their calls, times,
+// nodes, callids and ops, and the shape of their pattern) to one unlinked
+// file in $TMPDIR (else /tmp); once every segment's patterns are added up
+// and ranked, Export reads them back segment by segment, in root call
+// order, through the same writers as ExportRequests. A trace of one segment
+// so gives ExportRequests' bytes; over several, every request is written
+// once, by the segment that owns it, with its rank in the merged result.
+// The file holds about what the export writes (some 60 bytes a call plus
+// its callid); it is gone when the spool is.
+class RequestSpool {
+ public:
+  RequestSpool();
+  ~RequestSpool();
+  RequestSpool(const RequestSpool&) = delete;
+  RequestSpool& operator=(const RequestSpool&) = delete;
+
+  Status Create();
+  // Segment k's requests: the complete roots of `d` with a pattern
+  // (d.calls[i].root_pattern, an index into `shapes`: each pattern's
+  // Pattern::shape). `d` needs its callids (DetailOptions::call_labels).
+  // Segments may be added from several threads at once, in any order.
+  Status AddSegment(uint64_t k, const DetailedResult& d,
+                    const std::vector<std::string>& shapes);
+  // Every pattern's signature, known by its shape: call once with the
+  // merged result's patterns, before --top or --min-count cut them.
+  void SetSignatures(const std::vector<Pattern>& all);
+  // The requests of the `reported` patterns, as ExportRequests writes them.
+  Result<ExportStats> Export(const std::vector<Pattern>& reported,
+                             RequestFormat format, const std::string& path);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // The ids the exports use, for tests and for readers that match them.
 struct TraceId {
   uint64_t hi = 0, lo = 0;

@@ -338,6 +338,7 @@ class StreamDriver {
         gather_(options.gather),
         seek_(options.seek),
         seek_options_(options.seek_options),
+        requests_(options.requests),
         merger_(params.group_by_op) {}
 
   Result<NestingResult> Run() {
@@ -653,12 +654,18 @@ class StreamDriver {
     ++report_->segments;
     auto reader = ReaderFor(*s);
     AssignedSegment a;
-    BBPROF_RETURN_IF_ERROR(AssignSegment(*reader, params_, &a));
+    CallLabels labels;
+    BBPROF_RETURN_IF_ERROR(
+        AssignSegment(*reader, params_, &a, requests_ ? &labels : nullptr));
     NestingResult r = std::move(a.result);
     std::vector<uint32_t> root_pattern;
     BBPROF_RETURN_IF_ERROR(FindCallPaths(a.table, params_.group_by_op,
                                          params_.threads, &r.input,
                                          &r.patterns, &root_pattern));
+    if (requests_ != nullptr) {
+      BBPROF_RETURN_IF_ERROR(SpoolRequests(
+          0, a.table, root_pattern, std::move(labels), r.patterns, requests_));
+    }
     TakeReaderStats(reader_, &r.input);
     SortPatterns(r.patterns, r.sort);
     single_ = std::move(r);
@@ -683,6 +690,7 @@ class StreamDriver {
     job->reader = ReaderFor(*s);
     job->params = params;
     job->counts = std::move(s->counts);
+    job->requests = requests_;
     s.reset();
     if (pool_.empty()) {
       held_busy_ = records;
@@ -707,13 +715,32 @@ class StreamDriver {
     std::unique_ptr<SegmentReader> reader;
     Params params;
     SeekCounts counts;
+    RequestSpool* requests = nullptr;
   };
+
+  // A nested segment's requests (its roots with a pattern in
+  // `root_pattern`) to the spool.
+  static Status SpoolRequests(uint64_t k, const CallTable& table,
+                              const std::vector<uint32_t>& root_pattern,
+                              CallLabels&& labels,
+                              const std::vector<Pattern>& patterns,
+                              RequestSpool* spool) {
+    DetailedResult d;
+    d.labels = std::move(labels);
+    FillCallDetails(table, root_pattern, &d);
+    std::vector<std::string> shapes;
+    shapes.reserve(patterns.size());
+    for (const Pattern& p : patterns) shapes.push_back(p.shape);
+    return spool->AddSegment(k, d, shapes);
+  }
 
   static SegmentResult Nest(Job& job) {
     SegmentResult out;
     out.counts = std::move(job.counts);
     AssignedSegment a;
-    out.status = AssignSegment(*job.reader, job.params, &a);
+    CallLabels labels;
+    out.status = AssignSegment(*job.reader, job.params, &a,
+                               job.requests ? &labels : nullptr);
     job.reader.reset();
     if (!out.status.ok()) return out;
     out.result = std::move(a.result);
@@ -726,9 +753,15 @@ class StreamDriver {
       }
     }
     out.result.input.unfinished_roots = 0;
-    out.status = FindOwnedCallPaths(a.table, job.params.group_by_op,
-                                    job.own_from, job.own_until,
-                                    &out.result.input, &out.patterns);
+    std::vector<uint32_t> root_pattern;
+    out.status =
+        FindOwnedCallPaths(a.table, job.params.group_by_op, job.own_from,
+                           job.own_until, &out.result.input, &out.patterns,
+                           job.requests != nullptr ? &root_pattern : nullptr);
+    if (out.status.ok() && job.requests != nullptr) {
+      out.status = SpoolRequests(job.index, a.table, root_pattern,
+                                 std::move(labels), out.patterns, job.requests);
+    }
     return out;
   }
 
@@ -866,6 +899,7 @@ class StreamDriver {
       gather_;
   const bool seek_;
   const trace::ReaderOptions seek_options_;
+  RequestSpool* const requests_;  // null: no --requests
   PatternMerger merger_;
   std::optional<NestingResult> single_;
 

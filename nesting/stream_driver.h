@@ -26,6 +26,7 @@
 
 #include "base/status.h"
 #include "nesting/nesting.h"
+#include "nesting/request_export.h"
 #include "trace/reader.h"
 
 namespace bbprof::nesting {
@@ -62,6 +63,11 @@ struct StreamOptions {
   // StreamReport::whole_read_why says why.
   bool seek = false;
   trace::ReaderOptions seek_options;
+
+  // With a spool, every segment also writes the requests it owns to it
+  // (RequestSpool::AddSegment), for `nest --requests` in bounded memory.
+  // One process only: the MPI driver refuses it.
+  RequestSpool* requests = nullptr;
 };
 
 struct StreamReport {

@@ -3,7 +3,8 @@
 // bytes; a trace of many counts every request once, on any number of
 // threads with the same bytes, and near the in-memory shares; requests
 // across a segment's edge keep their shape; a request longer than the
-// overlap is cut, as at the end of a capture.
+// overlap is cut, as at the end of a capture; `--requests` streamed writes
+// the in-memory bytes for one segment and every request once for many.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -223,17 +226,173 @@ TEST(NestStreamTest, BadSearchFlagsAreRefused) {
     EXPECT_EQ(RunCli("nest " + t + " --segment-messages '" + bad + "'", &out), 2)
         << bad << ": " << out;
   }
-  EXPECT_EQ(RunCli("nest " + t + " --search stream --requests " +
-                       dir.File("r.csv"),
-                   &out),
-            1);
-  EXPECT_NE(out.find("--search stream cannot export or score every request"),
+}
+
+// `nest --requests` under the stream driver (RequestSpool): each segment
+// spools the requests it owns, written once the patterns are ranked.
+std::string NestRequests(const std::string& args, const std::string& requests,
+                         nlohmann::json* json = nullptr) {
+  TempDir dir;
+  std::string out;
+  const std::string j = dir.File("r.json");
+  EXPECT_EQ(
+      RunCli("nest " + args + " -q --json " + j + " --requests " + requests,
+             &out),
+      0)
+      << out;
+  if (json != nullptr) *json = nlohmann::json::parse(ReadFile(j));
+  return ReadFile(requests);
+}
+
+// The rows of a CSV export (RFC 4180: CRLF line ends, fields with a comma
+// quoted, quotes doubled; no field of these traces holds a line break).
+std::vector<std::vector<std::string>> CsvRows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c != '"') {
+        field.push_back(c);
+      } else if (i + 1 < text.size() && text[i + 1] == '"') {
+        field.push_back('"');
+        ++i;
+      } else {
+        quoted = false;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(std::move(field));
+      field.clear();
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      rows.back().push_back(std::move(field));
+      field.clear();
+      rows.emplace_back();
+      ++i;
+    } else {
+      field.push_back(c);
+    }
+  }
+  rows.pop_back();  // after the last line end
+  return rows;
+}
+
+TEST(NestStreamRequestsTest, OneSegmentWritesTheInMemoryBytes) {
+  TempDir dir;
+  const std::string ops = Maketrace(dir, "multitier-ops", 40000);
+  for (const std::string& t :
+       {ops, Maketrace(dir, "children-d-cc", 30000, "\nloss 0.01\n")}) {
+    for (const char* name :
+         {"r.jaeger.json", "r.otlp.json", "r.chrome.json", "r.csv", "r.tsv"}) {
+      nlohmann::json mem_json, stream_json;
+      const std::string mem =
+          NestRequests(t + " --search memory",
+                       dir.File(std::string("m-") + name), &mem_json);
+      const std::string stream =
+          NestRequests(t + " --search stream",
+                       dir.File(std::string("s-") + name), &stream_json);
+      EXPECT_GT(mem.size(), 1000u) << t << " " << name;
+      EXPECT_TRUE(mem == stream) << t << " " << name;
+      // The JSON names its requests file: the same counts.
+      EXPECT_EQ(mem_json["requests"]["requests"],
+                stream_json["requests"]["requests"]);
+      EXPECT_EQ(mem_json["requests"]["calls"],
+                stream_json["requests"]["calls"]);
+    }
+  }
+  // Standard input is streamed by default, --requests too: the same.
+  std::string out;
+  const std::string a = dir.File("stdin.csv");
+  ASSERT_EQ(RunCli("nest - -q --requests " + a + " < " + ops, &out), 0) << out;
+  EXPECT_TRUE(ReadFile(a) ==
+              NestRequests(ops + " --search memory", dir.File("m.csv")));
+}
+
+TEST(NestStreamRequestsTest, SegmentsWriteEveryRequestOnceWithItsRank) {
+  TempDir dir;
+  const std::string t = Maketrace(dir, "multitier-normal", 100000);
+  std::vector<std::vector<std::string>> mem_rows =
+      CsvRows(NestRequests(t + " --search memory", dir.File("m.csv")));
+  nlohmann::json json;
+  const std::string one =
+      NestRequests(t + " --search stream --segment-messages 7000 --threads 1",
+                   dir.File("s1.csv"), &json);
+  for (int threads : {2, 3}) {
+    EXPECT_TRUE(one == NestRequests(t +
+                                        " --search stream --segment-messages "
+                                        "7000 --threads " +
+                                        std::to_string(threads),
+                                    dir.File("s.csv")))
+        << threads << " threads";
+  }
+  const std::vector<std::vector<std::string>> rows = CsvRows(one);
+  ASSERT_GT(rows.size(), 1000u);
+  EXPECT_EQ(rows[0], mem_rows[0]);  // the header
+  // Every request once: as many rows as the patterns count, each with its
+  // pattern's rank and signature, and the same root calls as in memory.
+  const Shares shares = SharesOf(json);
+  EXPECT_EQ(rows.size() - 1, shares.requests);
+  EXPECT_EQ(json["requests"]["requests"].get<uint64_t>(), shares.requests);
+  std::map<std::string, int> ids, mem_ids;
+  for (size_t r = 1; r < rows.size(); ++r) {
+    ASSERT_EQ(rows[r].size(), 12u) << r;
+    ++ids[rows[r][0]];
+    const int rank = std::stoi(rows[r][2]);
+    ASSERT_GE(rank, 1);
+    ASSERT_LE(rank, static_cast<int>(json["patterns"].size()));
+    EXPECT_EQ(rows[r][3], json["patterns"][rank - 1]["signature"]) << r;
+  }
+  for (size_t r = 1; r < mem_rows.size(); ++r) ++mem_ids[mem_rows[r][0]];
+  for (const auto& [id, n] : ids) EXPECT_EQ(n, 1) << id;
+  EXPECT_EQ(ids, mem_ids);
+  // Rows in root call order, across the segments' edges too.
+  for (size_t r = 2; r < rows.size(); ++r) {
+    EXPECT_LE(rows[r - 1][1], rows[r][1]) << r;
+  }
+
+  // --top cuts the export as it cuts the report; the viewers' formats are
+  // one JSON document each however many segments wrote them.
+  const std::vector<std::vector<std::string>> top = CsvRows(
+      NestRequests(t + " --search stream --segment-messages 7000 --top 2",
+                   dir.File("top.csv")));
+  uint64_t top_count = 0;
+  for (int k = 0; k < 2; ++k)
+    top_count += json["patterns"][k]["count"].get<uint64_t>();
+  EXPECT_EQ(top.size() - 1, top_count);
+  for (size_t r = 1; r < top.size(); ++r) EXPECT_LE(std::stoi(top[r][2]), 2);
+  const nlohmann::json jaeger = nlohmann::json::parse(
+      NestRequests(t + " --search stream --segment-messages 7000",
+                   dir.File("r.jaeger.json")));
+  EXPECT_EQ(jaeger["data"].size(), shares.requests);
+  const nlohmann::json chrome = nlohmann::json::parse(
+      NestRequests(t + " --search stream --segment-messages 7000",
+                   dir.File("r.chrome.json")));
+  EXPECT_GT(chrome["traceEvents"].size(), shares.requests);
+}
+
+TEST(NestStreamRequestsTest, AnUnwritableSpoolFolderIsNamed) {
+  TempDir dir;
+  const std::string t = Maketrace(dir, "multitier-normal", 5000);
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  setenv("TMPDIR", dir.File("no/such/folder").c_str(), 1);
+  std::string out;
+  const int rc = RunCli(
+      "nest " + t + " -q --search stream --requests " + dir.File("r.csv"),
+      &out);
+  if (old != nullptr) {
+    setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("cannot create the requests' spool file in " +
+                     dir.File("no/such/folder")),
             std::string::npos)
       << out;
-  // Without --search, --requests holds the trace in memory.
-  EXPECT_EQ(RunCli("nest " + t + " -q --requests " + dir.File("r.csv"), &out),
-            0)
-      << out;
+  EXPECT_FALSE(std::ifstream(dir.File("r.csv")).good());
 }
 
 // The stream driver's split across ranks (StreamOptions::rank, ranks,
