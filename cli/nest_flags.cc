@@ -223,18 +223,26 @@ Result<nesting::NestingResult> NestInput(
   nesting::StreamReport report;
 #ifdef BBPROF_MPI
   if (mpi_rank != nullptr && nesting::MpiLaunched()) {
-    if (setup.search == NestSearch::kMemory || detail != nullptr) {
+    if (setup.search == NestSearch::kMemory) {
       return Status::Error(
-          "under mpirun, nest streams the trace: --search memory and "
-          "--requests need one process");
+          "under mpirun, nest streams the trace: --search memory needs one "
+          "process");
     }
     // Each rank reads only its own segments' blocks of a binary trace;
     // renamed nodes would be numbered in another order than the file's.
     nesting::StreamOptions ranks_stream = setup.stream;
     ranks_stream.seek = path != "-" && !setup.naming.given;
     ranks_stream.seek_options = setup.reader;
+    // Every rank spools its own segments' requests; one that cannot make
+    // its spool file says so to the others (RunNestingMpi), not by leaving.
+    Status spooled = Status::Ok();
+    if (detail != nullptr) {
+      *spool = std::make_unique<nesting::RequestSpool>();
+      spooled = (*spool)->Create();
+      ranks_stream.requests = spool->get();
+    }
     result = nesting::RunNestingMpi(**reader, setup.params, ranks_stream,
-                                    &report, mpi_rank);
+                                    &report, mpi_rank, spooled);
     if (*mpi_rank != 0) return result;
     if (result.ok() && report.segments > 1) {
       Inform(cl, "nested in " + std::to_string(report.segments) +

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -86,6 +87,43 @@ Result<StreamOptions::Parts> Gather(const StreamOptions::Parts& mine,
   return parts;
 }
 
+// One message of a spool's (RequestSpool::SendTo) to rank 0: its length,
+// then its bytes in pieces an int can count.
+constexpr int kRequestsTag = 17;
+constexpr size_t kPiece = size_t{1} << 30;
+Status SendMessage(const std::string& m) {
+  uint64_t size = m.size();
+  MPI_Send(&size, 1, MPI_UINT64_T, 0, kRequestsTag, MPI_COMM_WORLD);
+  for (size_t at = 0; at < m.size(); at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, m.size() - at));
+    MPI_Send(m.data() + at, n, MPI_CHAR, 0, kRequestsTag, MPI_COMM_WORLD);
+  }
+  return Status::Ok();
+}
+std::string ReceiveMessage(int from) {
+  uint64_t size = 0;
+  MPI_Recv(&size, 1, MPI_UINT64_T, from, kRequestsTag, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
+  std::string m(size, '\0');
+  for (size_t at = 0; at < m.size(); at += kPiece) {
+    const int n = static_cast<int>(std::min(kPiece, m.size() - at));
+    MPI_Recv(m.data() + at, n, MPI_CHAR, from, kRequestsTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+  }
+  return m;
+}
+// Rank 0: every other rank's spooled requests into its own spool. A rank
+// that failed to send said so in its last message.
+Status ReceiveRequests(RequestSpool* spool, int ranks) {
+  Status first = Status::Ok();
+  for (int from = 1; from < ranks; ++from) {
+    Status s = spool->ReceiveFrom(
+        [from]() -> Result<std::string> { return ReceiveMessage(from); });
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
 }  // namespace
 
 bool MpiLaunched() {
@@ -94,22 +132,44 @@ bool MpiLaunched() {
 }
 
 Result<NestingResult> RunNestingMpi(trace::TraceReader& reader,
-                                    const Params& params,
-                                    StreamOptions options,
-                                    StreamReport* report, int* rank) {
+                                    const Params& params, StreamOptions options,
+                                    StreamReport* report, int* rank,
+                                    const Status& spool_ready) {
   StartMpi();
   int r = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &r);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   *rank = r;
+  if (options.requests != nullptr) {
+    int ready = spool_ready.ok() ? 1 : 0, all_ready = 0;
+    MPI_Allreduce(&ready, &all_ready, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!spool_ready.ok()) return spool_ready;
+    if (!all_ready) {
+      return Status::Error(
+          "nest: another rank could not make its requests' spool file (set "
+          "TMPDIR to a writable folder on every machine)");
+    }
+  }
   options.rank = r;
   options.ranks = n;
-  // Each rank's segments would spool on its own machine.
-  options.requests = nullptr;
   options.gather = [r, n](const StreamOptions::Parts& mine) {
     return Gather(mine, r, n);
   };
-  return RunNestingStream(reader, params, options, report);
+  Result<NestingResult> result =
+      RunNestingStream(reader, params, options, report);
+  if (options.requests == nullptr) return result;
+  // The requests: each rank spooled its own segments' on its own machine;
+  // rank 0 takes the others' in turn, once every rank has nested (a
+  // failed one ends the run as the gather above said).
+  int ok = result.ok() ? 1 : 0, all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok)
+    return result.ok() ? Status::Error("nest: a rank failed") : result;
+  Status s = r == 0 ? ReceiveRequests(options.requests, n)
+                    : options.requests->SendTo(
+                          [](const std::string& m) { return SendMessage(m); });
+  if (!s.ok()) return s;
+  return result;
 }
 
 }  // namespace bbprof::nesting

@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
 
+#include "base/progress.h"
 #include "nesting/output.h"
 #include "trace/byte_stream.h"
 
@@ -772,13 +774,16 @@ Result<ExportStats> ExportRequests(const DetailedResult& d,
   RequestOutput out;
   BBPROF_RETURN_IF_ERROR(out.Open(format, path));
   const Context ctx = ContextOf(d);
+  Progress progress("nest: writing requests", d.calls.size(), false);
   BBPROF_RETURN_IF_ERROR(ForEachRequest(
       d, [&](uint32_t i) { return rank[d.calls[i].root_pattern] != 0; },
       [&](uint32_t i, ExportRequest& req) {
+        progress.Update(i);
         req.rank = rank[d.calls[i].root_pattern];
         req.signature = &d.pattern_signatures[d.calls[i].root_pattern];
         return out.Add(ctx, req);
       }));
+  progress.Finish();
   return out.Finish();
 }
 
@@ -941,6 +946,8 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
   std::string bytes;
   const Status corrupt =
       Status::Error("the requests' spool file came back short");
+  Progress progress("nest: writing requests", st.end, false);
+  uint64_t read = 0;  // of st.end
   for (const auto& [k, chunks] : st.chunks) {
     const std::vector<std::string>& shapes = st.shapes[k];
     // A segment's ranks and signatures, by its shape index.
@@ -965,7 +972,9 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
         got += static_cast<size_t>(n);
       }
       std::string_view in(bytes);
+      read += size;
       while (!in.empty()) {
+        progress.Update(read - in.size());
         uint32_t shape = 0, n = 0;
         if (!Get(&in, &shape) || !Get(&in, &n) || !Get(&in, &req.trace_id.hi) ||
             !Get(&in, &req.trace_id.lo) || shape >= shapes.size()) {
@@ -1000,7 +1009,175 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
       }
     }
   }
+  progress.Finish();
   return out.Finish();
+}
+
+namespace {
+
+void PutString(std::string* out, std::string_view v) {
+  Put<uint32_t>(out, static_cast<uint32_t>(v.size()));
+  out->append(v);
+}
+bool GetString(std::string_view* in, std::string* v) {
+  uint32_t n = 0;
+  if (!Get(in, &n) || in->size() < n) return false;
+  v->assign(in->substr(0, n));
+  in->remove_prefix(n);
+  return true;
+}
+
+// The offset of every record's node and op ids in a chunk (caller, callee,
+// op of each call), for a receiving spool to map them to its own; false
+// when the chunk ends inside a record.
+bool IdOffsets(std::string_view chunk, std::vector<size_t>* nodes,
+               std::vector<size_t>* ops) {
+  constexpr size_t kHead = 4 + 4 + 8 + 8;     // shape, calls, trace id
+  constexpr size_t kIds = 4 + 8 + 8 + 8 + 1;  // parent .. imputed
+  size_t at = 0;
+  while (at < chunk.size()) {
+    if (chunk.size() - at < kHead) return false;
+    uint32_t n = 0;
+    std::memcpy(&n, chunk.data() + at + 4, 4);
+    at += kHead;
+    for (uint32_t c = 0; c < n; ++c) {
+      if (chunk.size() - at < kIds + 16) return false;
+      at += kIds;
+      nodes->push_back(at);
+      nodes->push_back(at + 4);
+      ops->push_back(at + 8);
+      uint32_t len = 0;
+      std::memcpy(&len, chunk.data() + at + 12, 4);
+      at += 16;
+      if (chunk.size() - at < len) return false;
+      at += len;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Status RequestSpool::SendTo(
+    const std::function<Status(const Message&)>& send) const {
+  const State& st = *state_;
+  Message tables = "T";
+  Put<uint32_t>(&tables, static_cast<uint32_t>(st.names.size()));
+  for (const std::string& n : st.names) PutString(&tables, n);
+  Put<uint32_t>(&tables, static_cast<uint32_t>(st.op_names.size()));
+  for (const std::string& n : st.op_names) PutString(&tables, n);
+  Put<uint32_t>(&tables, static_cast<uint32_t>(st.shapes.size()));
+  for (const auto& [k, shapes] : st.shapes) {
+    Put<uint64_t>(&tables, k);
+    Put<uint32_t>(&tables, static_cast<uint32_t>(shapes.size()));
+    for (const std::string& sh : shapes) PutString(&tables, sh);
+    auto it = st.chunks.find(k);
+    Put<uint32_t>(&tables, it == st.chunks.end()
+                               ? 0u
+                               : static_cast<uint32_t>(it->second.size()));
+  }
+  BBPROF_RETURN_IF_ERROR(send(tables));
+  Message chunk;
+  for (const auto& [k, chunks] : st.chunks) {
+    for (const auto& [at, size] : chunks) {
+      chunk.assign(1, 'C');
+      chunk.resize(1 + size);
+      size_t got = 0;
+      while (got < size) {
+        const ssize_t n = ::pread(st.fd, chunk.data() + 1 + got, size - got,
+                                  static_cast<off_t>(at + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          const Status failed =
+              n < 0 ? st.Error("cannot read the requests' spool file")
+                    : Status::Error("the requests' spool file came back short");
+          // The receiver waits for this chunk: tell it why none comes.
+          BBPROF_RETURN_IF_ERROR(send("E" + failed.message()));
+          return failed;
+        }
+        got += static_cast<size_t>(n);
+      }
+      BBPROF_RETURN_IF_ERROR(send(chunk));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RequestSpool::ReceiveFrom(
+    const std::function<Result<Message>()>& receive) {
+  State& st = *state_;
+  const Status malformed =
+      Status::Error("another rank's requests came back malformed");
+  auto next = [&](char kind) -> Result<Message> {
+    Result<Message> m = receive();
+    if (!m.ok()) return m.status();
+    if (!m->empty() && (*m)[0] == 'E') return Status::Error(m->substr(1));
+    if (m->empty() || (*m)[0] != kind) return malformed;
+    return m;
+  };
+  Result<Message> tables = next('T');
+  if (!tables.ok()) return tables.status();
+  std::string_view in(*tables);
+  in.remove_prefix(1);
+  // Their node and op ids to this spool's.
+  std::vector<uint32_t> node_of, op_of;
+  for (auto* map : {&node_of, &op_of}) {
+    uint32_t n = 0;
+    if (!Get(&in, &n)) return malformed;
+    std::string name;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!GetString(&in, &name)) return malformed;
+      std::lock_guard lock(st.mu);
+      map->push_back(map == &node_of
+                         ? State::Intern(name, &st.names, &st.name_id)
+                         : State::Intern(name, &st.op_names, &st.op_id));
+    }
+  }
+  uint32_t segments = 0;
+  if (!Get(&in, &segments)) return malformed;
+  std::vector<std::pair<uint64_t, uint32_t>> chunk_counts;
+  for (uint32_t s = 0; s < segments; ++s) {
+    uint64_t k = 0;
+    uint32_t n = 0, chunks = 0;
+    if (!Get(&in, &k) || !Get(&in, &n)) return malformed;
+    std::vector<std::string> shapes(n);
+    for (std::string& sh : shapes) {
+      if (!GetString(&in, &sh)) return malformed;
+    }
+    if (!Get(&in, &chunks)) return malformed;
+    {
+      std::lock_guard lock(st.mu);
+      st.shapes[k] = std::move(shapes);
+    }
+    chunk_counts.emplace_back(k, chunks);
+  }
+  // Every chunk the tables announced is received, even after a failure
+  // here (a full disk), so that the sender never waits on a receive that
+  // does not come; only a failure the sender reports ends it early.
+  Status failed = Status::Ok();
+  std::vector<size_t> nodes, ops;
+  for (const auto& [k, chunks] : chunk_counts) {
+    for (uint32_t c = 0; c < chunks; ++c) {
+      Result<Message> m = next('C');
+      if (!m.ok()) return m.status();
+      if (!failed.ok()) continue;
+      std::string bytes = m->substr(1);
+      nodes.clear();
+      ops.clear();
+      bool ok = IdOffsets(bytes, &nodes, &ops);
+      for (auto [at, map] :
+           {std::pair{&nodes, &node_of}, std::pair{&ops, &op_of}}) {
+        for (size_t off : *at) {
+          uint32_t id = 0;
+          std::memcpy(&id, bytes.data() + off, 4);
+          ok = ok && id < map->size();
+          if (ok) std::memcpy(bytes.data() + off, &(*map)[id], 4);
+        }
+      }
+      failed = ok ? st.Append(k, bytes) : malformed;
+    }
+  }
+  return failed;
 }
 
 }  // namespace bbprof::nesting

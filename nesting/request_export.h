@@ -18,6 +18,7 @@
 #define BBPROF_NESTING_REQUEST_EXPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,6 +84,17 @@ class RequestSpool {
   // The requests of the `reported` patterns, as ExportRequests writes them.
   Result<ExportStats> Export(const std::vector<Pattern>& reported,
                              RequestFormat format, const std::string& path);
+
+  // Another process's spool added to this one (the MPI driver: every rank
+  // spools its own segments, rank 0 writes them all). SendTo hands this
+  // spool, as messages, to `send`: first its names, ops and segments'
+  // shapes, then each chunk; ReceiveFrom takes the messages another
+  // spool's SendTo gave, from `receive`, and adds its segments to this
+  // one, names and ops mapped to this spool's ids. A failure while sending
+  // is sent on as its own message, so the receiver stops with it.
+  using Message = std::string;
+  Status SendTo(const std::function<Status(const Message&)>& send) const;
+  Status ReceiveFrom(const std::function<Result<Message>()>& receive);
 
  private:
   struct State;

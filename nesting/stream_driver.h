@@ -66,7 +66,8 @@ struct StreamOptions {
 
   // With a spool, every segment also writes the requests it owns to it
   // (RequestSpool::AddSegment), for `nest --requests` in bounded memory.
-  // One process only: the MPI driver refuses it.
+  // Under several ranks each spools its own segments; the MPI driver
+  // brings them to rank 0's spool (RequestSpool::ReceiveFrom).
   RequestSpool* requests = nullptr;
 };
 

@@ -570,6 +570,31 @@ TEST(NestMpiTest, RanksGiveTheBytesOfOneProcess) {
       << out;
 }
 
+// --requests under mpirun: every rank spools its own segments' requests
+// and rank 0 writes them all, the bytes one process writes; ops and node
+// names travel as names (each rank numbers its own).
+TEST(NestMpiTest, RanksWriteTheRequestsOfOneProcess) {
+  TempDir dir;
+  const std::string t = Maketrace(dir, "multitier-ops", 60000);
+  for (const char* name : {"r.csv", "r.otlp.json", "r.chrome.json"}) {
+    const std::string one =
+        NestRequests(t + " --search stream --segment-messages 7000 --threads 1",
+                     dir.File(std::string("one-") + name));
+    ASSERT_GT(one.size(), 1000u);
+    for (int ranks : {2, 3}) {
+      std::string out;
+      const std::string r = dir.File(std::string("mpi-") + name);
+      ASSERT_EQ(
+          RunMpi(ranks,
+                 "nest " + t + " -q --segment-messages 7000 --requests " + r,
+                 &out),
+          0)
+          << out;
+      EXPECT_TRUE(ReadFile(r) == one) << name << " on " << ranks << " ranks";
+    }
+  }
+}
+
 // The rank's share of the trace's messages that it decoded, from nest's
 // "rank 0 decoded X of the Y messages" line; -1 if there is none.
 double DecodedShare(const std::string& out) {
