@@ -91,6 +91,13 @@ int Run(std::span<const std::string> args) {
       return cl.UsageError("--requests - and --json - cannot both go to standard output");
     }
   }
+  // An output that cannot be written fails now, not after a long run.
+  for (const char* flag : {"json", "requests", "report"}) {
+    if (!cl.Has(flag)) continue;
+    if (Status s = CheckOutputWritable(cl.Get<std::string>(flag)); !s.ok()) {
+      return cl.Fail(s);
+    }
+  }
   // Per-request export needs every call's parent, times and labels; the
   // plain run keeps none of them.
   std::optional<nesting::DetailedResult> detail;

@@ -395,6 +395,28 @@ TEST(NestStreamRequestsTest, AnUnwritableSpoolFolderIsNamed) {
   EXPECT_FALSE(std::ifstream(dir.File("r.csv")).good());
 }
 
+// An output nest cannot write fails before the trace is nested, not after
+// a long run: no report is printed, nothing is written.
+TEST(NestStreamRequestsTest, AnUnwritableOutputFailsBeforeNesting) {
+  TempDir dir;
+  const std::string t = Maketrace(dir, "multitier-normal", 5000);
+  const std::string missing = dir.File("no/such/folder");
+  for (const std::string& flags :
+       {"--requests " + missing + "/r.csv", "--json " + missing + "/r.json",
+        "--report " + missing + "/r.html",
+        "--json " + dir.File("ok.json") + " --requests " + missing +
+            "/r.jaeger.json"}) {
+    std::string out;
+    EXPECT_EQ(RunCli("nest " + t + " --search stream " + flags, &out), 1)
+        << flags;
+    EXPECT_NE(out.find("cannot create files in folder " + missing),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("#1 "), std::string::npos) << out;
+  }
+  EXPECT_FALSE(std::ifstream(dir.File("ok.json")).good());
+}
+
 // The stream driver's split across ranks (StreamOptions::rank, ranks,
 // gather), here as threads of one process with an in-memory gather, so
 // that it runs without MPI and under the sanitizers: every rank reading
