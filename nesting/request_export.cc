@@ -826,6 +826,22 @@ struct RequestSpool::State {
     end = at;
     return Status::Ok();
   }
+  // `size` bytes of the file from `at` into out[offset...].
+  Status Read(uint64_t at, uint64_t size, std::string* out,
+              size_t offset) const {
+    size_t got = 0;
+    while (got < size) {
+      const ssize_t n = ::pread(fd, out->data() + offset + got, size - got,
+                                static_cast<off_t>(at + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Error("cannot read the requests' spool file");
+      if (n == 0) {
+        return Status::Error("the requests' spool file came back short");
+      }
+      got += static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  }
   // The shared id of a name, given (under the lock) when first seen.
   static uint32_t Intern(const std::string& name, std::vector<std::string>* all,
                          std::unordered_map<std::string, uint32_t>* ids) {
@@ -944,8 +960,6 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
   const Context ctx = ContextOf(one);
   ExportRequest req;
   std::string bytes;
-  const Status corrupt =
-      Status::Error("the requests' spool file came back short");
   Progress progress("nest: writing requests", st.end, false);
   uint64_t read = 0;  // of st.end
   for (const auto& [k, chunks] : st.chunks) {
@@ -962,15 +976,7 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
     }
     for (const auto& [at, size] : chunks) {
       bytes.resize(size);
-      size_t got = 0;
-      while (got < size) {
-        const ssize_t n = ::pread(st.fd, bytes.data() + got, size - got,
-                                  static_cast<off_t>(at + got));
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return st.Error("cannot read the requests' spool file");
-        if (n == 0) return corrupt;
-        got += static_cast<size_t>(n);
-      }
+      BBPROF_RETURN_IF_ERROR(st.Read(at, size, &bytes, 0));
       std::string_view in(bytes);
       read += size;
       while (!in.empty()) {
@@ -978,7 +984,7 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
         uint32_t shape = 0, n = 0;
         if (!Get(&in, &shape) || !Get(&in, &n) || !Get(&in, &req.trace_id.hi) ||
             !Get(&in, &req.trace_id.lo) || shape >= shapes.size()) {
-          return corrupt;
+          return Status::Error("the requests' spool file is malformed");
         }
         one.calls.resize(n);
         one.labels.callids.resize(n);
@@ -992,8 +998,11 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
               !Get(&in, &req.calls[c].span_id) || !Get(&in, &ci.call_ns) ||
               !Get(&in, &ci.ret_ns) || !Get(&in, &imputed) ||
               !Get(&in, &ci.caller) || !Get(&in, &ci.callee) ||
-              !Get(&in, &op) || !Get(&in, &len) || in.size() < len) {
-            return corrupt;
+              !Get(&in, &op) || !Get(&in, &len) || in.size() < len ||
+              ci.caller >= st.names.size() || ci.callee >= st.names.size() ||
+              op >= st.op_names.size() ||
+              req.calls[c].parent >= static_cast<int32_t>(c)) {
+            return Status::Error("the requests' spool file is malformed");
           }
           ci.matched = true;
           ci.imputed = imputed != 0;
@@ -1082,20 +1091,10 @@ Status RequestSpool::SendTo(
     for (const auto& [at, size] : chunks) {
       chunk.assign(1, 'C');
       chunk.resize(1 + size);
-      size_t got = 0;
-      while (got < size) {
-        const ssize_t n = ::pread(st.fd, chunk.data() + 1 + got, size - got,
-                                  static_cast<off_t>(at + got));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          const Status failed =
-              n < 0 ? st.Error("cannot read the requests' spool file")
-                    : Status::Error("the requests' spool file came back short");
-          // The receiver waits for this chunk: tell it why none comes.
-          BBPROF_RETURN_IF_ERROR(send("E" + failed.message()));
-          return failed;
-        }
-        got += static_cast<size_t>(n);
+      if (Status failed = st.Read(at, size, &chunk, 1); !failed.ok()) {
+        // The receiver waits for this chunk: tell it why none comes.
+        BBPROF_RETURN_IF_ERROR(send("E" + failed.message()));
+        return failed;
       }
       BBPROF_RETURN_IF_ERROR(send(chunk));
     }
