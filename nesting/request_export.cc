@@ -124,20 +124,15 @@ struct ExportRequest {
   std::vector<ExportCall> calls;
 };
 
-// What every writer sees of the run: every call's times and nodes, its
-// callid and op, and the names. The in-memory export points it at the
-// run's DetailedResult; the spooled one (RequestSpool) at one request's
-// calls read back, with the names every segment shares.
+// What every writer sees of the run.
 struct Context {
-  const std::vector<CallInfo>* calls;
-  const std::vector<std::string>* callids;
-  const std::vector<uint32_t>* ops;  // into op_names
-  const std::vector<std::string>* op_names;
-  const std::vector<std::string>* node_names;
-  std::string_view Name(trace::NodeId id) const { return (*node_names)[id]; }
-  const CallInfo& Call(uint32_t i) const { return (*calls)[i]; }
-  std::string_view Callid(uint32_t i) const { return (*callids)[i]; }
-  std::string_view Op(uint32_t i) const { return (*op_names)[(*ops)[i]]; }
+  const DetailedResult* d;
+  std::string_view Name(trace::NodeId id) const { return d->node_names[id]; }
+  const CallInfo& Call(uint32_t i) const { return d->calls[i]; }
+  std::string_view Callid(uint32_t i) const { return d->labels.callids[i]; }
+  std::string_view Op(uint32_t i) const {
+    return d->labels.op_names[d->labels.ops[i]];
+  }
   // What a span is called: the operation, else the callee's name.
   std::string_view SpanName(uint32_t i) const {
     std::string_view op = Op(i);
@@ -149,11 +144,6 @@ struct Context {
     return std::max(Call(i).ret_ns, Call(i).call_ns);
   }
 };
-
-Context ContextOf(const DetailedResult& d) {
-  return {&d.calls, &d.labels.callids, &d.labels.ops, &d.labels.op_names,
-          &d.node_names};
-}
 
 class Writer {
  public:
@@ -718,6 +708,17 @@ Status ForEachRequest(const DetailedResult& d, Want&& want, Visit&& visit) {
   return Status::Ok();
 }
 
+// The rank (1, 2, ...) of each reported pattern, by signature: the first
+// of equal signatures.
+std::unordered_map<std::string_view, int> RanksBySignature(
+    const std::vector<Pattern>& reported) {
+  std::unordered_map<std::string_view, int> rank_of;
+  for (size_t k = 0; k < reported.size(); ++k) {
+    rank_of.emplace(reported[k].signature, static_cast<int>(k + 1));
+  }
+  return rank_of;
+}
+
 // The export's file: its writer, written 64 KiB at a time.
 class RequestOutput {
  public:
@@ -762,10 +763,8 @@ Result<ExportStats> ExportRequests(const DetailedResult& d,
     return Status::Error("ExportRequests needs a run with call labels");
   }
   // Rank of every reported pattern, by discovery index.
-  std::unordered_map<std::string_view, int> rank_of;
-  for (size_t k = 0; k < reported.size(); ++k) {
-    rank_of.emplace(reported[k].signature, static_cast<int>(k + 1));
-  }
+  const std::unordered_map<std::string_view, int> rank_of =
+      RanksBySignature(reported);
   std::vector<int> rank(d.pattern_signatures.size(), 0);
   for (size_t p = 0; p < rank.size(); ++p) {
     auto it = rank_of.find(d.pattern_signatures[p]);
@@ -773,7 +772,7 @@ Result<ExportStats> ExportRequests(const DetailedResult& d,
   }
   RequestOutput out;
   BBPROF_RETURN_IF_ERROR(out.Open(format, path));
-  const Context ctx = ContextOf(d);
+  const Context ctx{&d};
   Progress progress("nest: writing requests", d.calls.size(), false);
   BBPROF_RETURN_IF_ERROR(ForEachRequest(
       d, [&](uint32_t i) { return rank[d.calls[i].root_pattern] != 0; },
@@ -866,6 +865,64 @@ bool Get(std::string_view* in, T* v) {
   return true;
 }
 
+// One spooled request, as the spool's file holds it.
+struct SpooledCall {
+  int32_t parent;  // position in the request, -1 for the root
+  uint64_t span_id;
+  trace::TimeNs call_ns, ret_ns;
+  uint8_t imputed;
+  uint32_t caller, callee, op;  // the spool's shared ids
+  std::string callid;
+};
+struct SpooledRequest {
+  uint32_t shape;  // index into its segment's shapes
+  TraceId trace_id;
+  std::vector<SpooledCall> calls;
+};
+
+void PutRequest(const SpooledRequest& r, std::string* out) {
+  Put(out, r.shape);
+  Put<uint32_t>(out, static_cast<uint32_t>(r.calls.size()));
+  Put(out, r.trace_id.hi);
+  Put(out, r.trace_id.lo);
+  for (const SpooledCall& c : r.calls) {
+    Put(out, c.parent);
+    Put(out, c.span_id);
+    Put(out, c.call_ns);
+    Put(out, c.ret_ns);
+    Put(out, c.imputed);
+    Put(out, c.caller);
+    Put(out, c.callee);
+    Put(out, c.op);
+    Put<uint32_t>(out, static_cast<uint32_t>(c.callid.size()));
+    out->append(c.callid);
+  }
+}
+
+// The next request of a chunk; false when the chunk ends inside one or a
+// call's parent is not before it.
+bool GetRequest(std::string_view* in, SpooledRequest* r) {
+  uint32_t n = 0;
+  if (!Get(in, &r->shape) || !Get(in, &n) || !Get(in, &r->trace_id.hi) ||
+      !Get(in, &r->trace_id.lo)) {
+    return false;
+  }
+  r->calls.resize(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    SpooledCall& c = r->calls[k];
+    uint32_t len = 0;
+    if (!Get(in, &c.parent) || !Get(in, &c.span_id) || !Get(in, &c.call_ns) ||
+        !Get(in, &c.ret_ns) || !Get(in, &c.imputed) || !Get(in, &c.caller) ||
+        !Get(in, &c.callee) || !Get(in, &c.op) || !Get(in, &len) ||
+        in->size() < len || c.parent >= static_cast<int32_t>(k)) {
+      return false;
+    }
+    c.callid.assign(in->substr(0, len));
+    in->remove_prefix(len);
+  }
+  return true;
+}
+
 }  // namespace
 
 RequestSpool::RequestSpool() : state_(std::make_unique<State>()) {}
@@ -907,28 +964,28 @@ Status RequestSpool::AddSegment(uint64_t k, const DetailedResult& d,
     st.shapes[k] = shapes;
   }
   std::string buf;
+  SpooledRequest r;
   BBPROF_RETURN_IF_ERROR(ForEachRequest(
       d, [](uint32_t) { return true; },
       [&](uint32_t i, ExportRequest& req) {
-        Put<uint32_t>(&buf, d.calls[i].root_pattern);
-        Put<uint32_t>(&buf, static_cast<uint32_t>(req.calls.size()));
-        Put(&buf, req.trace_id.hi);
-        Put(&buf, req.trace_id.lo);
-        for (const ExportCall& ec : req.calls) {
-          const CallInfo& c = d.calls[ec.call];
-          const std::string& callid = d.labels.callids[ec.call];
-          Put(&buf, ec.parent);
-          Put(&buf, ec.span_id);
-          Put(&buf, c.call_ns);
-          Put(&buf, c.ret_ns);
-          Put<uint8_t>(&buf, c.imputed ? 1 : 0);
-          Put(&buf, shared(node_of, c.caller, d.node_names, false));
-          Put(&buf, shared(node_of, c.callee, d.node_names, false));
-          Put(&buf,
-              shared(op_of, d.labels.ops[ec.call], d.labels.op_names, true));
-          Put<uint32_t>(&buf, static_cast<uint32_t>(callid.size()));
-          buf.append(callid);
+        r.shape = d.calls[i].root_pattern;
+        r.trace_id = req.trace_id;
+        r.calls.resize(req.calls.size());
+        for (size_t c = 0; c < req.calls.size(); ++c) {
+          const ExportCall& ec = req.calls[c];
+          const CallInfo& info = d.calls[ec.call];
+          r.calls[c] = {
+              ec.parent,
+              ec.span_id,
+              info.call_ns,
+              info.ret_ns,
+              static_cast<uint8_t>(info.imputed ? 1 : 0),
+              shared(node_of, info.caller, d.node_names, false),
+              shared(node_of, info.callee, d.node_names, false),
+              shared(op_of, d.labels.ops[ec.call], d.labels.op_names, true),
+              d.labels.callids[ec.call]};
         }
+        PutRequest(r, &buf);
         if (buf.size() < (1u << 20)) return Status::Ok();
         Status s = st.Append(k, buf);
         buf.clear();
@@ -946,19 +1003,18 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
                                          RequestFormat format,
                                          const std::string& path) {
   State& st = *state_;
-  // Ranks by signature, the first of equal ones, as ExportRequests gives
-  // them; a shape's signature is its merged pattern's.
-  std::unordered_map<std::string_view, int> rank_of;
-  for (size_t k = 0; k < reported.size(); ++k) {
-    rank_of.emplace(reported[k].signature, static_cast<int>(k + 1));
-  }
+  // Ranks as ExportRequests gives them; a shape's signature is its merged
+  // pattern's.
+  const std::unordered_map<std::string_view, int> rank_of =
+      RanksBySignature(reported);
   RequestOutput out;
   BBPROF_RETURN_IF_ERROR(out.Open(format, path));
   DetailedResult one;  // one request's calls, read back
   one.node_names = st.names;
   one.labels.op_names = st.op_names;
-  const Context ctx = ContextOf(one);
+  const Context ctx{&one};
   ExportRequest req;
+  SpooledRequest r;
   std::string bytes;
   Progress progress("nest: writing requests", st.end, false);
   uint64_t read = 0;  // of st.end
@@ -981,39 +1037,35 @@ Result<ExportStats> RequestSpool::Export(const std::vector<Pattern>& reported,
       read += size;
       while (!in.empty()) {
         progress.Update(read - in.size());
-        uint32_t shape = 0, n = 0;
-        if (!Get(&in, &shape) || !Get(&in, &n) || !Get(&in, &req.trace_id.hi) ||
-            !Get(&in, &req.trace_id.lo) || shape >= shapes.size()) {
+        if (!GetRequest(&in, &r) || r.shape >= shapes.size()) {
           return Status::Error("the requests' spool file is malformed");
         }
+        const size_t n = r.calls.size();
         one.calls.resize(n);
         one.labels.callids.resize(n);
         one.labels.ops.resize(n);
         req.calls.resize(n);
-        for (uint32_t c = 0; c < n; ++c) {
-          CallInfo& ci = one.calls[c];
-          uint8_t imputed = 0;
-          uint32_t op = 0, len = 0;
-          if (!Get(&in, &req.calls[c].parent) ||
-              !Get(&in, &req.calls[c].span_id) || !Get(&in, &ci.call_ns) ||
-              !Get(&in, &ci.ret_ns) || !Get(&in, &imputed) ||
-              !Get(&in, &ci.caller) || !Get(&in, &ci.callee) ||
-              !Get(&in, &op) || !Get(&in, &len) || in.size() < len ||
-              ci.caller >= st.names.size() || ci.callee >= st.names.size() ||
-              op >= st.op_names.size() ||
-              req.calls[c].parent >= static_cast<int32_t>(c)) {
+        for (size_t c = 0; c < n; ++c) {
+          SpooledCall& sc = r.calls[c];
+          if (sc.caller >= st.names.size() || sc.callee >= st.names.size() ||
+              sc.op >= st.op_names.size()) {
             return Status::Error("the requests' spool file is malformed");
           }
+          CallInfo& ci = one.calls[c];
           ci.matched = true;
-          ci.imputed = imputed != 0;
-          one.labels.ops[c] = op;
-          one.labels.callids[c].assign(in.substr(0, len));
-          in.remove_prefix(len);
-          req.calls[c].call = c;
+          ci.imputed = sc.imputed != 0;
+          ci.call_ns = sc.call_ns;
+          ci.ret_ns = sc.ret_ns;
+          ci.caller = sc.caller;
+          ci.callee = sc.callee;
+          one.labels.ops[c] = sc.op;
+          one.labels.callids[c] = std::move(sc.callid);
+          req.calls[c] = {static_cast<uint32_t>(c), sc.parent, sc.span_id};
         }
-        if (rank[shape] == 0) continue;
-        req.rank = rank[shape];
-        req.signature = signature[shape];
+        if (rank[r.shape] == 0) continue;
+        req.rank = rank[r.shape];
+        req.trace_id = r.trace_id;
+        req.signature = signature[r.shape];
         BBPROF_RETURN_IF_ERROR(out.Add(ctx, req));
       }
     }
@@ -1033,35 +1085,6 @@ bool GetString(std::string_view* in, std::string* v) {
   if (!Get(in, &n) || in->size() < n) return false;
   v->assign(in->substr(0, n));
   in->remove_prefix(n);
-  return true;
-}
-
-// The offset of every record's node and op ids in a chunk (caller, callee,
-// op of each call), for a receiving spool to map them to its own; false
-// when the chunk ends inside a record.
-bool IdOffsets(std::string_view chunk, std::vector<size_t>* nodes,
-               std::vector<size_t>* ops) {
-  constexpr size_t kHead = 4 + 4 + 8 + 8;     // shape, calls, trace id
-  constexpr size_t kIds = 4 + 8 + 8 + 8 + 1;  // parent .. imputed
-  size_t at = 0;
-  while (at < chunk.size()) {
-    if (chunk.size() - at < kHead) return false;
-    uint32_t n = 0;
-    std::memcpy(&n, chunk.data() + at + 4, 4);
-    at += kHead;
-    for (uint32_t c = 0; c < n; ++c) {
-      if (chunk.size() - at < kIds + 16) return false;
-      at += kIds;
-      nodes->push_back(at);
-      nodes->push_back(at + 4);
-      ops->push_back(at + 8);
-      uint32_t len = 0;
-      std::memcpy(&len, chunk.data() + at + 12, 4);
-      at += 16;
-      if (chunk.size() - at < len) return false;
-      at += len;
-    }
-  }
   return true;
 }
 
@@ -1154,26 +1177,31 @@ Status RequestSpool::ReceiveFrom(
   // here (a full disk), so that the sender never waits on a receive that
   // does not come; only a failure the sender reports ends it early.
   Status failed = Status::Ok();
-  std::vector<size_t> nodes, ops;
+  SpooledRequest r;
+  std::string bytes;
   for (const auto& [k, chunks] : chunk_counts) {
     for (uint32_t c = 0; c < chunks; ++c) {
       Result<Message> m = next('C');
       if (!m.ok()) return m.status();
       if (!failed.ok()) continue;
-      std::string bytes = m->substr(1);
-      nodes.clear();
-      ops.clear();
-      bool ok = IdOffsets(bytes, &nodes, &ops);
-      for (auto [at, map] :
-           {std::pair{&nodes, &node_of}, std::pair{&ops, &op_of}}) {
-        for (size_t off : *at) {
-          uint32_t id = 0;
-          std::memcpy(&id, bytes.data() + off, 4);
-          ok = ok && id < map->size();
-          if (ok) std::memcpy(bytes.data() + off, &(*map)[id], 4);
+      // Each request again, its node and op ids made this spool's.
+      std::string_view chunk(*m);
+      chunk.remove_prefix(1);
+      bytes.clear();
+      while (failed.ok() && !chunk.empty()) {
+        bool ok = GetRequest(&chunk, &r);
+        for (SpooledCall& call : r.calls) {
+          ok = ok && call.caller < node_of.size() &&
+               call.callee < node_of.size() && call.op < op_of.size();
+          if (!ok) break;
+          call.caller = node_of[call.caller];
+          call.callee = node_of[call.callee];
+          call.op = op_of[call.op];
         }
+        if (!ok) failed = malformed;
+        PutRequest(r, &bytes);
       }
-      failed = ok ? st.Append(k, bytes) : malformed;
+      if (failed.ok()) failed = st.Append(k, bytes);
     }
   }
   return failed;
