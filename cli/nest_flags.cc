@@ -195,6 +195,20 @@ std::optional<int> ParseNestAnalysisFlags(const CommandLine& cl,
   return std::nullopt;
 }
 
+namespace {
+
+// What the stream driver did at its segments' edges (docs/nesting.md, "The
+// stream driver"): the requests it followed across them.
+std::string SegmentEdges(const nesting::StreamReport& report) {
+  return "at the segments' edges: " + std::to_string(report.calls_carried) +
+         " calls still open carried into the next segment, " +
+         std::to_string(report.tail_messages) +
+         " messages nested past the overlaps while calls awaited their "
+         "returns";
+}
+
+}  // namespace
+
 Result<nesting::NestingResult> NestInput(
     const CommandLine& cl, const std::string& path, const NestSetup& setup,
     nesting::DetailedResult* detail, bool labels,
@@ -251,6 +265,7 @@ Result<nesting::NestingResult> NestInput(
                      " messages across the MPI ranks; rank 0 decoded " +
                      std::to_string(report.messages_read) + " of the " +
                      std::to_string(result->input.messages) + " messages");
+      Inform(cl, SegmentEdges(report));
       if (!report.seeked) {
         Inform(cl,
                "every rank read the whole trace (" +
@@ -281,6 +296,7 @@ Result<nesting::NestingResult> NestInput(
                      " messages, at most " +
                      std::to_string(report.most_messages_held) +
                      " messages held at once");
+      Inform(cl, SegmentEdges(report));
     }
   } else if (detail != nullptr) {
     nesting::DetailOptions dopts;

@@ -41,6 +41,14 @@ class CallPairer {
   void Finish();
   // Some CALL carried a pathid (with Params::use_pathids).
   bool any_pathid() const { return any_pathid_; }
+  // Calls f(index into table->pairs) for every call still waiting for its
+  // return, oldest first.
+  template <class F>
+  void ForEachOpen(F&& f) const {
+    open_.ForEach(f);
+  }
+  // The time of the last record added.
+  trace::TimeNs last_ts() const { return last_ts_; }
 
  private:
   // Drops early returns older than `now - w_`: no call can claim them.

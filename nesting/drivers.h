@@ -24,11 +24,30 @@ namespace bbprof::nesting {
 struct AssignedSegment {
   CallTable table;
   NestingResult result;
+  // With a SegmentTail: the records read past its base (0 without one).
+  uint64_t tail_records = 0;
 };
+
+// A stream segment's end (docs/nesting.md, "The stream driver"): the
+// reader holds `base` records and then a stored tail. The tail is read only
+// as far as the calls the segment owns (called in [own_from, own_until))
+// still wait for a return that may come: a call open at the base's end is
+// waited for while its age is below twice the longest call on its edge
+// (caller, callee) seen so far in the segment; a call on an edge with none
+// returned, or older than that, is taken for lost. So a request that runs
+// past the overlap is still nested whole, and a lost return costs a wait of
+// about its edge's latency, not the whole tail.
+struct SegmentTail {
+  uint64_t base = 0;
+  trace::TimeNs own_from = 0, own_until = 0;
+};
+
 // With `labels`, every call's callid too (CallLabels::callids), for
-// FillCallDetails.
+// FillCallDetails. With `tail`, the reader's records past tail->base are
+// read only while the segment's owned calls wait for their returns.
 Status AssignSegment(trace::TraceReader& reader, const Params& params,
-                     AssignedSegment* out, CallLabels* labels = nullptr);
+                     AssignedSegment* out, CallLabels* labels = nullptr,
+                     const SegmentTail* tail = nullptr);
 
 // What the requests export reads of every call of `table` (parents, times,
 // nodes, the root's pattern: `root_pattern` as FindCallPaths gives it), its

@@ -5,6 +5,7 @@
 // table and the parameters, never the reader, so a driver that streams
 // time windows or splits time among threads or ranks calls the same ones
 // (docs/nesting.md, "Passes and their state").
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -27,6 +28,8 @@
 namespace bbprof::nesting {
 
 namespace {
+
+using trace::TimeNs;
 
 class MemoryDriver {
  public:
@@ -74,6 +77,8 @@ class MemoryDriver {
   }
 
   CallTable& table() { return table_; }
+  void set_tail(const SegmentTail* tail) { tail_ = tail; }
+  uint64_t tail_records() const { return tail_records_; }
   const InputStats& stats() const { return stats_; }
   void set_progress(bool on) { progress_ = on; }
 
@@ -100,7 +105,9 @@ class MemoryDriver {
     Progress progress("nest: reading",
                       progress_ ? trace::FileSizeOrZero(reader_.path()) : 0,
                       !progress_);
-    if (params_.threads > 1) {
+    if (tail_ != nullptr) {
+      BBPROF_RETURN_IF_ERROR(ReadWithTail(&pairer));
+    } else if (params_.threads > 1) {
       BBPROF_RETURN_IF_ERROR(ReadAhead(&pairer, &progress));
     } else {
       trace::Record rec;
@@ -126,6 +133,73 @@ class MemoryDriver {
     }
     return Status::Ok();
   }
+
+  // A stream segment's records (SegmentTail): its base, then its tail only
+  // while a call it owns waits for a return that may still come.
+  Status ReadWithTail(CallPairer* pairer) {
+    trace::Record rec;
+    for (uint64_t i = 0; i < tail_->base && reader_.Next(rec); ++i) {
+      BBPROF_RETURN_IF_ERROR(pairer->Add(rec));
+    }
+    TailWait wait(*tail_, table_, *pairer);
+    // Checked every few records: the waiting calls are few, but a trace of
+    // lost returns could make them many.
+    constexpr uint64_t kCheckEvery = 64;
+    while (!wait.done() && reader_.Next(rec)) {
+      BBPROF_RETURN_IF_ERROR(pairer->Add(rec));
+      if (++tail_records_ % kCheckEvery == 0) {
+        wait.Update(table_, pairer->last_ts());
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The owned calls open at a segment's base end that may still return
+  // (SegmentTail): a call's wait ends with its return, or once it is
+  // twice as old as the longest call into its callee returned so far in
+  // the segment (by callee, not by edge: a client seen once has no history
+  // of its own, its server has).
+  class TailWait {
+   public:
+    TailWait(const SegmentTail& tail, const CallTable& table,
+             const CallPairer& pairer) {
+      const std::vector<Pair>& pairs = table.pairs;
+      pairer.ForEachOpen([&](uint32_t i) {
+        if (pairs[i].call >= tail.own_from && pairs[i].call < tail.own_until) {
+          waiting_.push_back(i);
+        }
+      });
+      if (waiting_.empty()) return;
+      for (const Pair& p : pairs) {
+        if (p.ret >= 0) Note(p);
+      }
+      Update(table, pairer.last_ts());
+    }
+    bool done() const { return waiting_.empty(); }
+    void Update(const CallTable& table, TimeNs now) {
+      size_t keep = 0;
+      for (const uint32_t i : waiting_) {
+        const Pair& p = table.pairs[i];
+        if (p.ret >= 0) {
+          Note(p);
+          continue;
+        }
+        const TimeNs longest =
+            p.callee < longest_.size() ? longest_[p.callee] : -1;
+        if (longest < 0 || now - p.call >= 2 * longest) continue;  // lost
+        waiting_[keep++] = i;
+      }
+      waiting_.resize(keep);
+    }
+
+   private:
+    void Note(const Pair& p) {
+      if (p.callee >= longest_.size()) longest_.resize(p.callee + 1, -1);
+      longest_[p.callee] = std::max(longest_[p.callee], p.ret - p.call);
+    }
+    std::vector<uint32_t> waiting_;
+    std::vector<TimeNs> longest_;  // by callee; -1: none returned
+  };
 
   // Records read ahead: a batch of them with their text (callid, pathid,
   // op) copied, since a reader's views last only until its next record.
@@ -233,6 +307,8 @@ class MemoryDriver {
   CallTable table_;
   std::vector<uint32_t> root_pattern_;
   bool progress_ = true;
+  const SegmentTail* tail_ = nullptr;  // a stream segment's, or none
+  uint64_t tail_records_ = 0;
 };
 
 Status CheckParams(const Params& params) {
@@ -285,12 +361,15 @@ void FillCallDetails(const CallTable& table,
 }
 
 Status AssignSegment(trace::TraceReader& reader, const Params& params,
-                     AssignedSegment* out, CallLabels* labels) {
+                     AssignedSegment* out, CallLabels* labels,
+                     const SegmentTail* tail) {
   BBPROF_RETURN_IF_ERROR(CheckParams(params));
   MemoryDriver driver(reader, params, labels);
   driver.set_progress(false);
+  driver.set_tail(tail);
   BBPROF_RETURN_IF_ERROR(driver.Assign(&out->result));
   out->result.input = driver.stats();
+  out->tail_records = driver.tail_records();
   out->table = std::move(driver.table());
   return Status::Ok();
 }

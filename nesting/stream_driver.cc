@@ -22,8 +22,10 @@
 #include "base/progress.h"
 #include "nesting/drivers.h"
 #include "nesting/pattern_table.h"
+#include "nesting/skew.h"
 #include "trace/binary_format.h"
 #include "trace/byte_stream.h"
+#include "trace/pending_calls.h"
 
 namespace bbprof::nesting {
 
@@ -67,6 +69,12 @@ struct Segment {
   bool owns_any = false;  // its first own message was read
   std::deque<Chunk> chunks;
   uint64_t records = 0;
+  // Its records up to the end of its overlap (the calls carried into it
+  // included), once the read got there; the rest is its tail (SegmentTail).
+  // The trace's last segment has no tail: it reads to the end.
+  uint64_t base = 0;
+  bool has_tail = false;
+  uint64_t carried = 0;  // calls carried in from before its first message
   // Read by seeking only (StreamDriver::ReadSegment): what a whole read
   // counts on the way, for the messages this segment owns, and the meta
   // lines from just before its first own message to just before the next
@@ -95,10 +103,113 @@ struct Segment {
     s.callid_len = static_cast<uint32_t>(rec.callid.size());
     s.pathid_len = static_cast<uint32_t>(rec.pathid.size());
     s.op_len = static_cast<uint32_t>(rec.op.size());
-    c.text.append(rec.callid).append(rec.pathid).append(rec.op);
+    // Numeric ids (a binary trace's) leave no text: three empty appends
+    // were 1% of a streamed nest.
+    if (s.callid_len + s.pathid_len + s.op_len != 0) {
+      c.text.append(rec.callid).append(rec.pathid).append(rec.op);
+    }
     c.records.push_back(s);
     ++records;
   }
+};
+
+// The calls still open where a segment starts, to be carried into it: a
+// request that began before the segment's first message and runs on
+// through it keeps its root call as a candidate parent there, so its later
+// calls are neither taken for another request's children nor for roots of
+// their own. A fresh tracker is fed the `reach` messages before each
+// segment's first, so that a process that seeks to a segment carries the
+// same calls as a whole read; it pairs them as CallPairer does
+// (trace::PendingCallKey, first in first out per key, a return up to twice
+// the skew window before its call) and hands over the calls left open,
+// oldest first.
+class OpenCalls {
+ public:
+  explicit OpenCalls(const Params& params)
+      : limit_(params.max_pending_calls),
+        w_(2 * (params.skew_auto ? kAutoSkewCap : params.skew_window)) {
+    Reset();
+  }
+
+  void Add(const trace::Record& rec) {
+    if (rec.kind == trace::Kind::kMessage) return;
+    if (rec.kind == trace::Kind::kCall) {
+      trace::PendingCallKey(rec.sender, rec.receiver, rec, &key_);
+      if (w_ > 0 && early_->size() > 0) {
+        Expire(rec.ts_ns);
+        TimeNs ret;
+        if (early_->Take(key_, &ret)) return;  // it returned already
+      }
+      uint32_t i;
+      if (free_.empty()) {
+        i = static_cast<uint32_t>(calls_.size());
+        calls_.emplace_back();
+      } else {
+        i = free_.back();
+        free_.pop_back();
+      }
+      Call& c = calls_[i];
+      c.rec = rec;
+      c.text.clear();
+      if (!rec.callid.empty() || !rec.pathid.empty() || !rec.op.empty()) {
+        c.text.append(rec.callid).append(rec.pathid).append(rec.op);
+      }
+      uint32_t evicted;
+      if (open_->Add(key_, i, &evicted)) free_.push_back(evicted);
+      return;
+    }
+    trace::PendingCallKey(rec.receiver, rec.sender, rec, &key_);
+    uint32_t i;
+    if (open_->Take(key_, &i)) {
+      free_.push_back(i);
+    } else if (w_ > 0) {
+      Expire(rec.ts_ns);
+      TimeNs dropped;
+      early_->Add(key_, rec.ts_ns, &dropped);
+    }
+  }
+
+  // The open calls, oldest first, into `s`; the tracker starts afresh.
+  // Returns how many.
+  uint64_t CarryInto(Segment* s) {
+    uint64_t n = 0;
+    open_->ForEach([&](uint32_t i) {
+      Call& c = calls_[i];
+      trace::Record rec = c.rec;
+      const char* t = c.text.data();
+      rec.callid = {t, c.rec.callid.size()};
+      rec.pathid = {t + rec.callid.size(), c.rec.pathid.size()};
+      rec.op = {t + rec.callid.size() + rec.pathid.size(), c.rec.op.size()};
+      s->Add(rec);
+      ++n;
+    });
+    Reset();
+    return n;
+  }
+
+ private:
+  struct Call {
+    trace::Record rec;  // its views are into `text` only once carried
+    std::string text;   // callid, pathid and op
+  };
+  void Reset() {
+    open_ = std::make_unique<trace::PendingCalls<uint32_t>>(limit_);
+    early_ = std::make_unique<trace::PendingCalls<TimeNs>>(limit_);
+    calls_.clear();
+    free_.clear();
+  }
+  void Expire(TimeNs now) {
+    TimeNs oldest;
+    while (early_->Oldest(&oldest) && oldest < now - w_) early_->PopOldest();
+  }
+
+  const uint64_t limit_;
+  const TimeNs w_;
+  std::unique_ptr<trace::PendingCalls<uint32_t>> open_;  // into calls_
+  std::unique_ptr<trace::PendingCalls<TimeNs>> early_;
+  std::vector<Call> calls_;
+  std::vector<uint32_t> free_;
+  std::string key_;
 };
 
 // A segment's records as a trace, each chunk freed once read past. Names
@@ -154,6 +265,8 @@ struct SegmentResult {
   std::vector<Pattern> patterns;
   NestingResult result;  // parameters, skew, clocks; input counts below
   uint64_t pairs = 0, unmatched_calls = 0;  // of the calls it owns
+  uint64_t tail_records = 0;  // nested past its overlap
+  uint64_t carried = 0;       // calls carried in from before its start
   SeekCounts counts;
 };
 
@@ -276,6 +389,8 @@ std::string Serialize(const SegmentResult& r) {
          {"skew_window", r.result.params.skew_window},
          {"skew", skew},
          {"clocks", clocks},
+         {"tail", r.tail_records},
+         {"carried", r.carried},
          {"free", r.counts.free_messages},
          {"call_ret", r.counts.call_ret_messages},
          {"meta", r.counts.meta}};
@@ -312,6 +427,8 @@ SegmentResult Deserialize(const std::string& bytes) {
     for (const json& o : j.at("clocks")) {
       r.result.clock_offsets.push_back({o.at(0), o.at(1), o.at(2)});
     }
+    r.tail_records = j.at("tail");
+    r.carried = j.at("carried");
     r.counts.free_messages = j.at("free");
     r.counts.call_ret_messages = j.at("call_ret");
     r.counts.meta = j.at("meta").get<std::vector<std::string>>();
@@ -332,6 +449,10 @@ class StreamDriver {
         overlap_(options.overlap_messages != 0
                      ? std::min(options.overlap_messages, segment_ - 1)
                      : std::max<uint64_t>(segment_ / 16, 1)),
+        reach_(std::min(options.reach_messages != 0 ? options.reach_messages
+                                                    : 4 * overlap_,
+                        segment_ > 2 * overlap_ ? segment_ - 2 * overlap_ - 1
+                                                : 0)),
         report_(report),
         rank_(static_cast<uint64_t>(std::max(options.rank, 0))),
         ranks_(static_cast<uint64_t>(std::max(options.ranks, 1))),
@@ -400,6 +521,7 @@ class StreamDriver {
     std::vector<std::unique_ptr<Segment>> open;
     open.push_back(std::make_unique<Segment>());
     open.back()->owns_any = true;
+    OpenCalls carry(params_);
     uint64_t n = 0;
     trace::Record rec;
     while (reader_.Next(rec)) {
@@ -411,11 +533,20 @@ class StreamDriver {
       } else {
         ++call_ret_messages_;
       }
-      // Segment k reads messages [kS - V, (k+1)S + V) and owns the root
-      // calls made from the time of message kS to that of (k+1)S.
+      // Segment k reads messages [kS - V, (k+1)S + V) and a tail of R more
+      // (reach_), owns the root calls made from the time of message kS to
+      // that of (k+1)S, and is given the calls made in the R messages
+      // before kS - V that are still open there.
       if (n % segment_ == segment_ - overlap_) {
         open.push_back(std::make_unique<Segment>());
         open.back()->index = n / segment_ + 1;
+        if (reach_ > 0 && Mine(open.back()->index)) {
+          open.back()->carried = carry.CarryInto(open.back().get());
+        }
+      } else if (reach_ > 0 &&
+                 (n + overlap_) % segment_ >= segment_ - reach_ &&
+                 Mine((n + overlap_) / segment_ + 1)) {
+        carry.Add(rec);
       }
       if (n % segment_ == 0 && n > 0) {
         for (auto& s : open) {
@@ -432,7 +563,13 @@ class StreamDriver {
       ++n;
       NoteHeld(open);
       if (n % segment_ == overlap_ && n > segment_) {
-        // The segment before the newest is complete.
+        // The segment before the newest has read its overlap; the rest of
+        // what it holds is its tail.
+        open.front()->base = open.front()->records;
+        open.front()->has_tail = true;
+      }
+      if (n % segment_ == overlap_ + reach_ && n > segment_) {
+        // ... and now its tail: it is complete.
         BBPROF_RETURN_IF_ERROR(Dispatch(std::move(open.front())));
         open.erase(open.begin());
       }
@@ -511,12 +648,15 @@ class StreamDriver {
     return checksum_status;
   }
 
-  // The messages segment k reads: [kS - V, (k+1)S + V), within the trace.
+  // The messages segment k holds: [kS - V, (k+1)S + V + R), within the
+  // trace (the last segment: to the end).
   uint64_t SegmentStart(uint64_t k) const {
     return k * segment_ > overlap_ ? k * segment_ - overlap_ : 0;
   }
   uint64_t SegmentEnd(uint64_t k, uint64_t n, uint64_t count) const {
-    return k + 1 == count ? n : std::min(n, (k + 1) * segment_ + overlap_);
+    return k + 1 == count
+               ? n
+               : std::min(n, (k + 1) * segment_ + overlap_ + reach_);
   }
 
   // A table for a range reader: the whole trace's node limit, so that
@@ -537,6 +677,9 @@ class StreamDriver {
                      Segment* s, Progress& progress, uint64_t* kept) {
     const uint64_t k = s->index, n = before.back();
     const uint64_t lo = SegmentStart(k), hi = SegmentEnd(k, n, count);
+    // Before its first message, the R that its carried calls come from.
+    const uint64_t from = k == 0 ? 0 : lo - std::min(lo, reach_);
+    const uint64_t base_end = (k + 1) * segment_ + overlap_;
     const uint64_t own_lo = k * segment_;
     const uint64_t own_hi = std::min(n, (k + 1) * segment_);
     auto block_of = [&](uint64_t message) {
@@ -544,7 +687,7 @@ class StreamDriver {
           std::upper_bound(before.begin(), before.end(), message) -
           before.begin() - 1);
     };
-    const uint64_t first = k == 0 ? 0 : block_of(lo);
+    const uint64_t first = k == 0 ? 0 : block_of(from);
     const uint64_t end =
         k + 1 == count ? index.blocks().size() : block_of(hi - 1) + 1;
     s->nodes = RangeNodes();
@@ -568,10 +711,12 @@ class StreamDriver {
       }
     };
     uint64_t i = before[first];
+    OpenCalls carry(params_);
     trace::Record rec;
     while (i < hi && in.Next(rec)) {
       take_meta(i);
       if (i >= lo) {
+        if (i == lo && k > 0 && reach_ > 0) s->carried = carry.CarryInto(s);
         if (i == 0) first_ts_ = rec.ts_ns;
         if (i == own_lo && k > 0) s->own_from = rec.ts_ns;
         if (i == own_hi && k + 1 < count) s->own_until = rec.ts_ns;
@@ -580,9 +725,15 @@ class StreamDriver {
                                                : s->counts.call_ret_messages);
         }
         s->Add(rec);
+        if (k + 1 < count && i + 1 == base_end) {
+          s->base = s->records;
+          s->has_tail = true;
+        }
         progress.Update(++*kept);
         report_->most_messages_held = std::max<uint64_t>(
             report_->most_messages_held, held_busy_ + s->records);
+      } else if (i >= from && k > 0 && reach_ > 0) {
+        carry.Add(rec);
       }
       ++report_->messages_read;
       ++i;
@@ -687,6 +838,9 @@ class StreamDriver {
     job->records = records;
     job->own_from = s->own_from;
     job->own_until = s->own_until;
+    job->has_tail = s->has_tail;
+    job->base = s->base;
+    job->carried = s->carried;
     job->reader = ReaderFor(*s);
     job->params = params;
     job->counts = std::move(s->counts);
@@ -712,6 +866,8 @@ class StreamDriver {
   struct Job {
     uint64_t index = 0, records = 0;
     TimeNs own_from = kMinTime, own_until = kMaxTime;
+    bool has_tail = false;
+    uint64_t base = 0, carried = 0;
     std::unique_ptr<SegmentReader> reader;
     Params params;
     SeekCounts counts;
@@ -739,10 +895,14 @@ class StreamDriver {
     out.counts = std::move(job.counts);
     AssignedSegment a;
     CallLabels labels;
+    const SegmentTail tail{job.base, job.own_from, job.own_until};
     out.status = AssignSegment(*job.reader, job.params, &a,
-                               job.requests ? &labels : nullptr);
+                               job.requests ? &labels : nullptr,
+                               job.has_tail ? &tail : nullptr);
     job.reader.reset();
     if (!out.status.ok()) return out;
+    out.tail_records = a.tail_records;
+    out.carried = job.carried;
     out.result = std::move(a.result);
     for (const Pair& p : a.table.pairs) {
       if (p.call < job.own_from || p.call >= job.own_until) continue;
@@ -811,6 +971,8 @@ class StreamDriver {
 
   void Add(SegmentResult&& r) {
     merger_.Add(std::move(r.patterns));
+    report_->tail_messages += r.tail_records;
+    report_->calls_carried += r.carried;
     const InputStats& in = r.result.input;
     pairs_ += r.pairs;
     unmatched_calls_ += r.unmatched_calls;
@@ -892,7 +1054,11 @@ class StreamDriver {
 
   trace::TraceReader& reader_;
   Params params_;
-  const uint64_t segment_, overlap_;
+  // reach_: StreamOptions::reach_messages, less than S - 2V, so that a
+  // segment's tail ends before the segment after next begins, and the
+  // carry's look-back before one segment's start does not reach back past
+  // the previous one's.
+  const uint64_t segment_, overlap_, reach_;
   StreamReport* report_;
   const uint64_t rank_, ranks_;
   std::function<Result<StreamOptions::Parts>(const StreamOptions::Parts&)>

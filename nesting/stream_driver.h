@@ -7,7 +7,8 @@
 //
 // The trace is read once. Every `segment_messages` messages start a
 // segment, which also reads `overlap_messages` before and after its own, so
-// that the calls near its edges find their parents and children. Each
+// that the calls near its edges find their parents and children; a request
+// running on past that is followed further (reach_messages). Each
 // segment runs the passes of the in-memory driver (drivers.h) on its own,
 // learning its own scoreboards, timelines and clocks, and owns the root
 // calls made between its first and its next segment's first message: each
@@ -41,6 +42,16 @@ struct StreamOptions {
   // further than this past its segment's edge is cut: its root counts as
   // unfinished, or a call whose parent lies before is taken for a root.
   uint64_t overlap_messages = 0;
+  // How far past its overlap a segment reaches (0: four overlaps, 524,288
+  // messages by default; at most what leaves the next segment's overlap
+  // clear). A segment stores this many messages after its overlap and
+  // nests them only while a call it owns waits for its return
+  // (SegmentTail, drivers.h); and the calls still open where a segment
+  // starts, made within this many messages before it, are carried into it,
+  // so that a request running across the boundary keeps its root as a
+  // candidate parent. A request longer than the overlap and this reach is
+  // still cut.
+  uint64_t reach_messages = 0;
 
   // A run split across processes (the MPI driver, nesting/mpi_driver.h):
   // every process reads the whole trace, and nests only the segments k with
@@ -78,6 +89,9 @@ struct StreamReport {
   // Messages this process decoded: the whole trace, or under seeking only
   // those of the blocks its segments need.
   uint64_t messages_read = 0;
+  // Calls carried into a segment from before its start, and messages
+  // nested past a segment's overlap while its calls waited for returns.
+  uint64_t calls_carried = 0, tail_messages = 0;
   bool seeked = false;
   std::string whole_read_why;  // with StreamOptions::seek, why not
 };

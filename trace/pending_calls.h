@@ -137,6 +137,15 @@ class PendingCalls {
   }
   void PopOldest() { PopHead(nodes_[oldest_].owner); }
 
+  // Calls f(value) for every pending entry, oldest first (the stream
+  // driver carries the calls still open at a segment's start into it).
+  template <class F>
+  void ForEach(F&& f) const {
+    for (uint32_t n = oldest_; n != kNil; n = nodes_[n].newer) {
+      f(nodes_[n].value);
+    }
+  }
+
   uint64_t size() const { return size_; }
   uint64_t evictions() const { return evictions_; }
 

@@ -2,12 +2,14 @@
 // driver") through the binary: a trace of one segment gives the in-memory
 // bytes; a trace of many counts every request once, on any number of
 // threads with the same bytes, and near the in-memory shares; requests
-// across a segment's edge keep their shape; a request longer than the
-// overlap is cut, as at the end of a capture; `--requests` streamed writes
+// across a segment's edge keep their shape; one longer than the overlap is
+// followed whole within the reach, and cut past it, as at the end of a
+// capture; a lost return is not waited for long; `--requests` streamed writes
 // the in-memory bytes for one segment and every request once for many.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
@@ -138,61 +140,81 @@ TEST(NestStreamTest, SegmentsCountEveryRequestOnceOnAnyThreads) {
   }
 }
 
-// Requests of one front end and two back ends, one every 3 ms, each of
-// 4 or 6 messages over 1.1-1.9 ms: with segments of 1000 messages (and 62
-// before and after), nearly every segment's edge falls inside a request.
-// Each is nested in the segment that owns its root and nowhere else: the
-// patterns' counts are the in-memory ones. One request of a batch client
-// lasts a fifth of the trace, far longer than the overlap: it is cut.
-TEST(NestStreamTest, RequestsAcrossASegmentEdgeKeepTheirShape) {
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> jitter(0, 0.0001);
+// A text trace of requests of one front end and two back ends, one every
+// 3 ms, each of 4 or 6 messages over 1.1-1.9 ms, from 50 clients; with
+// `lose_every`, every lose_every-th request's return is lost. Timed lines
+// are added with Add and sorted by Text.
+class EdgeTrace {
+ public:
+  explicit EdgeTrace(int requests, int lose_every = 0) {
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> jitter(0, 0.0001);
+    for (int r = 0; r < requests; ++r) {
+      const double a = 0.003 * r + jitter(rng);
+      const double b = a + 0.0002 + 0.0001 * (r % 3);
+      const double c = b + 0.0004 + 0.0001 * (r % 5);
+      const std::string id = std::to_string(r);
+      Add(a, "CALL c" + std::to_string(r % 50) + " web r" + id);
+      Add(b, "CALL web db q" + id);
+      Add(c, "RET db web q" + id);
+      double end = c + 0.0001;
+      if (r % 4 != 0) {  // a quarter ask the database only
+        Add(c + 0.0001, "CALL web cache k" + id);
+        Add(c + 0.0006, "RET cache web k" + id);
+        end = c + 0.0008;
+      }
+      if (lose_every == 0 || r % lose_every != 0) {
+        Add(end, "RET web c" + std::to_string(r % 50) + " r" + id);
+      }
+    }
+  }
+  void Add(double t, const std::string& what) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%.9f ", t);
+    lines_.push_back({t, at + what + "\n"});
+  }
+  std::string Text() {
+    std::stable_sort(lines_.begin(), lines_.end(),
+                     [](const Line& x, const Line& y) { return x.t < y.t; });
+    std::string trace;
+    for (const Line& l : lines_) trace += l.text;
+    return trace;
+  }
+
+ private:
   struct Line {
     double t;
     std::string text;
   };
-  std::vector<Line> lines;
-  auto add = [&](double t, const std::string& what) {
-    char at[32];
-    std::snprintf(at, sizeof at, "%.9f ", t);
-    lines.push_back({t, at + what + "\n"});
-  };
+  std::vector<Line> lines_;
+};
+
+std::map<std::string, uint64_t> CountsOf(const nlohmann::json& j) {
+  std::map<std::string, uint64_t> counts;
+  for (const auto& p : j["patterns"]) counts[p["signature"]] = p["count"];
+  return counts;
+}
+
+// With segments of 1000 messages (and 62 before and after), nearly every
+// segment's edge falls inside one of EdgeTrace's requests. Each is nested
+// in the segment that owns its root and nowhere else: the patterns' counts
+// are the in-memory ones. One request of a batch client lasts a fifth of
+// the trace, far longer than the overlap and the reach: it is cut.
+TEST(NestStreamTest, RequestsAcrossASegmentEdgeKeepTheirShape) {
   const int kRequests = 3000;
-  for (int r = 0; r < kRequests; ++r) {
-    const double a = 0.003 * r + jitter(rng);
-    const double b = a + 0.0002 + 0.0001 * (r % 3);
-    const double c = b + 0.0004 + 0.0001 * (r % 5);
-    const std::string id = std::to_string(r);
-    add(a, "CALL c" + std::to_string(r % 50) + " web r" + id);
-    add(b, "CALL web db q" + id);
-    add(c, "RET db web q" + id);
-    double end = c + 0.0001;
-    if (r % 4 != 0) {  // a quarter ask the database only
-      add(c + 0.0001, "CALL web cache k" + id);
-      add(c + 0.0006, "RET cache web k" + id);
-      end = c + 0.0008;
-    }
-    add(end, "RET web c" + std::to_string(r % 50) + " r" + id);
-  }
+  EdgeTrace lines(kRequests);
   const double span = 0.003 * kRequests;
-  add(span * 0.1, "CALL batch report long");
-  add(span * 0.1 + 0.001, "CALL report archive long");
-  add(span * 0.1 + 0.002, "RET archive report long");
-  add(span * 0.3, "RET report batch long");
-  std::stable_sort(lines.begin(), lines.end(),
-                   [](const Line& x, const Line& y) { return x.t < y.t; });
-  std::string trace;
-  for (const Line& l : lines) trace += l.text;
+  lines.Add(span * 0.1, "CALL batch report long");
+  lines.Add(span * 0.1 + 0.001, "CALL report archive long");
+  lines.Add(span * 0.1 + 0.002, "RET archive report long");
+  lines.Add(span * 0.3, "RET report batch long");
   TempDir dir;
-  const std::string t = dir.Write("edges.trace", trace);
+  const std::string t = dir.Write("edges.trace", lines.Text());
   const nlohmann::json mem = Nest(t + " -q --search memory");
   const nlohmann::json stream =
       Nest(t + " -q --search stream --segment-messages 1000");
-  std::map<std::string, uint64_t> mem_counts, stream_counts;
-  for (const auto& p : mem["patterns"]) mem_counts[p["signature"]] = p["count"];
-  for (const auto& p : stream["patterns"]) {
-    stream_counts[p["signature"]] = p["count"];
-  }
+  std::map<std::string, uint64_t> mem_counts = CountsOf(mem),
+                                  stream_counts = CountsOf(stream);
   // In memory: the two request shapes and the long batch request (its
   // client folded, as a caller never called).
   EXPECT_EQ(mem_counts["clients->web(db,cache)"], 2250u) << mem.dump(1);
@@ -211,6 +233,81 @@ TEST(NestStreamTest, RequestsAcrossASegmentEdgeKeepTheirShape) {
   EXPECT_EQ(stream["input"]["messages"], mem["input"]["messages"]);
   EXPECT_EQ(stream["input"]["call_pairs"],
             mem["input"]["call_pairs"].get<uint64_t>() - 1);
+}
+
+// The number after `what` in nest's report line that has it.
+uint64_t Reported(const std::string& out, const std::string& what) {
+  const size_t at = out.find(what);
+  if (at == std::string::npos) return ~uint64_t{0};
+  size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(out[begin - 1]))) {
+    --begin;
+  }
+  return begin == at ? ~uint64_t{0} : std::stoull(out.substr(begin, at - begin));
+}
+
+// Requests that run past their segment's overlap, within its reach
+// (StreamOptions::reach_messages): with segments of 1500 messages (93
+// before and after, a reach of 372), every half second a batch request to
+// the web server lasts 120-160 ms (about 220-290 messages), calling the
+// report service at its start and again at its end. Its segment waits for
+// its return, so it is nested whole; the next segment is given its call,
+// open at its start, so its last call is neither a root of its own nor
+// another request's: every count is the in-memory one. (Without them, 3 of
+// the 18 were cut, and their last calls counted as "web->report".)
+TEST(NestStreamTest, RequestsLongerThanTheOverlapAreFollowedWhole) {
+  EdgeTrace lines(3000);
+  for (int k = 0; k < 18; ++k) {
+    const double a = 0.25 + 0.5 * k, length = 0.12 + 0.01 * (k % 5);
+    const std::string id = std::to_string(k);
+    lines.Add(a, "CALL batch web L" + id);
+    lines.Add(a + 0.0005, "CALL web report s" + id);
+    lines.Add(a + 0.0015, "RET report web s" + id);
+    lines.Add(a + length - 0.002, "CALL web report e" + id);
+    lines.Add(a + length - 0.001, "RET report web e" + id);
+    lines.Add(a + length, "RET web batch L" + id);
+  }
+  TempDir dir;
+  const std::string t = dir.Write("long.trace", lines.Text());
+  const nlohmann::json mem = Nest(t + " -q --search memory");
+  std::string text;
+  const nlohmann::json stream =
+      Nest(t + " --search stream --segment-messages 1500", &text);
+  EXPECT_EQ(CountsOf(mem)["clients->web(report,report)"], 18u) << mem.dump(1);
+  EXPECT_EQ(CountsOf(stream), CountsOf(mem)) << text;
+  for (const char* key : {"call_pairs", "unmatched_calls", "unmatched_returns",
+                          "unfinished_roots"}) {
+    EXPECT_EQ(stream["input"][key], mem["input"][key]) << key;
+  }
+  EXPECT_GT(Reported(text, " calls still open carried"), 0u) << text;
+  EXPECT_GT(Reported(text, " messages nested past the overlaps"), 0u) << text;
+  for (int threads : {2, 3}) {
+    EXPECT_EQ(Nest(t + " -q --search stream --segment-messages 1500 "
+                       "--threads " + std::to_string(threads))
+                  .dump(),
+              stream.dump())
+        << threads;
+  }
+}
+
+// A lost return does not make its segment nest its whole tail: the call is
+// waited for only while it is younger than twice the longest call into its
+// server (here 2 ms), so a segment nests at most one check's worth (64
+// messages) past its overlap, not its reach of 372.
+TEST(NestStreamTest, ALostReturnIsNotWaitedForLong) {
+  TempDir dir;
+  const std::string t = dir.Write("lost.trace", EdgeTrace(3000, 7).Text());
+  const nlohmann::json mem = Nest(t + " -q --search memory");
+  std::string text;
+  const nlohmann::json stream =
+      Nest(t + " --search stream --segment-messages 1500", &text);
+  EXPECT_EQ(mem["input"]["unmatched_calls"], 429) << mem.dump(1);
+  EXPECT_EQ(stream["input"]["unmatched_calls"], 429) << text;
+  const uint64_t segments = Reported(text, " segments of 1500");
+  ASSERT_EQ(segments, 11u) << text;
+  EXPECT_LE(Reported(text, " messages nested past the overlaps"),
+            64 * segments)
+      << text;
 }
 
 TEST(NestStreamTest, BadSearchFlagsAreRefused) {
@@ -518,7 +615,10 @@ TEST(NestRanksTest, SeekingOrNotRankZeroHasTheResultOfOneProcess) {
         EXPECT_EQ(report.seeked, seek);
         EXPECT_EQ(report.segments, one.reports[0].segments);
         if (seek) {
-          EXPECT_LT(report.messages_read, 90002u * 3 / 4);
+          // Its segments, each with its overlaps and the reach before and
+          // after (S + 2V + 2R: 32,500 messages), in whole blocks: on two
+          // ranks 75,002 and 65,000 messages before the blocks' rounding.
+          EXPECT_LT(report.messages_read, 90002u * 19 / 20);
           EXPECT_GT(report.messages_read, 0u);
         } else {
           EXPECT_EQ(report.messages_read, 90002u);
@@ -687,12 +787,14 @@ TEST(NestMpiTest, RanksSeekOnlyTheirBlocksOfABinaryTrace) {
           << flags << " on " << ranks << " ranks";
       EXPECT_EQ(out.find("every rank read the whole trace"), std::string::npos)
           << out;
-      // Rank 0 nests every ranks-th segment, with its overlaps, and reads
-      // whole blocks of about 6,500 messages: under 0.73 of the trace on
-      // two ranks, under half on three.
+      // Rank 0 holds every ranks-th segment, with its overlaps and its
+      // reach after (S + 2V + R: 1.375 S), decodes the reach before it for
+      // the calls carried in (0.25 S), and reads whole blocks of about
+      // 6,500 messages: under 0.93 of the trace on two ranks (0.81-0.86
+      // without the blocks), under 0.7 on three (0.49-0.54).
       const double share = DecodedShare(out);
       EXPECT_GT(share, 0) << out;
-      EXPECT_LT(share, ranks == 2 ? 0.8 : 0.6) << out;
+      EXPECT_LT(share, ranks == 2 ? 0.93 : 0.7) << flags << "\n" << out;
     }
   }
   // Folded names are warned about from the counts, as in one process.
