@@ -288,6 +288,20 @@ TEST(NestStreamTest, RequestsLongerThanTheOverlapAreFollowedWhole) {
               stream.dump())
         << threads;
   }
+  // Every request exported whole by the segment that owns it: the
+  // in-memory bytes.
+  std::string out;
+  const std::string m = dir.File("m.csv"), st = dir.File("s.csv");
+  ASSERT_EQ(RunCli("nest " + t + " -q --search memory --requests " + m, &out),
+            0)
+      << out;
+  ASSERT_EQ(RunCli("nest " + t +
+                       " -q --search stream --segment-messages 1500 "
+                       "--requests " + st,
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(ReadFile(st), ReadFile(m));
 }
 
 // A lost return does not make its segment nest its whole tail: the call is
