@@ -32,11 +32,12 @@ struct AssignedSegment {
 // reader holds `base` records and then a stored tail. The tail is read only
 // as far as the calls the segment owns (called in [own_from, own_until))
 // still wait for a return that may come: a call open at the base's end is
-// waited for while its age is below twice the longest call on its edge
-// (caller, callee) seen so far in the segment; a call on an edge with none
+// waited for while its age is below twice the longest call into its callee
+// returned so far in the segment (by callee, not by edge: a client seen
+// once has no history, its server has); a call into a callee with none
 // returned, or older than that, is taken for lost. So a request that runs
 // past the overlap is still nested whole, and a lost return costs a wait of
-// about its edge's latency, not the whole tail.
+// about its server's latency, not the whole tail.
 struct SegmentTail {
   uint64_t base = 0;
   trace::TimeNs own_from = 0, own_until = 0;
