@@ -37,6 +37,13 @@ with default flags, and scored with `bbprof eval` (request accuracy).
     real_stack.py BBPROF --bench [WORKDIR]   all load levels, a table
     real_stack.py BBPROF --rescore WORKDIR   the table again from the captures a
                                              --bench run kept (no servers, no root)
+    real_stack.py BBPROF --long SECONDS WORKDIR
+                                             one long capture (the full mix at 60%
+                                             of saturation for SECONDS) kept as
+                                             WORKDIR/long.trace and, skewed as
+                                             above, long.skewed.trace: what stream
+                                             segments cost on a real capture longer
+                                             than one (bench/stream_long_accuracy.sh)
 
 With BBPROF_BASE=PATH in the environment, the table gets a column for that
 binary's default nest too (say, main's build), scored in the same run.
@@ -464,11 +471,48 @@ def rescore(bbprof, work):
     print_table(configs, rows)
 
 
+def long_capture(bbprof, work, seconds):
+    """The full mix at 60% of its saturation throughput for `seconds`, under
+    one capture: a real trace many stream segments long (issue 17)."""
+    _, errors, sat = run_load("sat-long", 0, 4.0, "all", 16)
+    if errors:
+        fail("saturation run errors: %s" % errors[:5])
+    rate = 0.6 * sat
+    threads = max(4, min(32, int(rate / 15)))
+    print("# all mix: saturation %.0f requests/s; %.0f s at %.0f/s (%d clients)"
+          % (sat, seconds, rate, threads), flush=True)
+    trace, (counts, errors, rps) = capture(
+        bbprof, work, "long", lambda: run_load("long", rate, seconds, "all", threads))
+    if errors:
+        print("# long: %d load errors, e.g. %s" % (len(errors), errors[0]))
+    with open(os.path.join(work, "long.level.json"), "w") as f:
+        json.dump({"mix": "all", "share": 0.6, "rps": rps, "seconds": seconds,
+                   "requests": sum(counts.values())}, f)
+    print("# long: %d requests, %.0f/s: %s" % (sum(counts.values()), rps, trace))
+    print("# skewed as if on several hosts: %s" % skew(bbprof, trace), flush=True)
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[2] not in ("--ci", "--bench", "--rescore"):
+    if len(sys.argv) < 3 or sys.argv[2] not in ("--ci", "--bench", "--rescore", "--long"):
         print(__doc__)
         return 2
     bbprof = os.path.abspath(sys.argv[1])
+    if sys.argv[2] == "--long":
+        if len(sys.argv) != 5:
+            print(__doc__)
+            return 2
+        seconds = float(sys.argv[3])
+        work = sys.argv[4]
+        check_tools()
+        os.makedirs(work, exist_ok=True)
+        os.chmod(work, 0o755)  # memcached runs as nobody
+        stack = Stack(work)
+        try:
+            stack.start()
+            long_capture(bbprof, work, seconds)
+            return 0
+        finally:
+            stack.stop()
     if sys.argv[2] == "--rescore":
         if len(sys.argv) != 4:
             print(__doc__)
