@@ -92,12 +92,22 @@ struct ClockCorrection {
   }
 };
 
+// A trace at least twice this long in time, with at least
+// kClockPieceCalls calls to each stretch this long, also has its edges'
+// bounds read as stamped in each stretch (SolveClockOffsets): a drift left
+// over by the last round shows at a long trace's ends, not over the whole.
+// A minute holds tens of thousands of samples of a busy edge, and a drift
+// read to a few tenths of a ppm is tens of microseconds off over it.
+inline constexpr trace::TimeNs kClockPieceSpan = 60'000'000'000;
+inline constexpr size_t kClockPieceCalls = 100'000;
+
 // The clocks of `nodes` nodes from their edges' evidence, every one zero
-// when no edge shows skew. `t0` and `t1` bound the trace's time. Vectors
-// in `edges` are reordered.
+// when no edge shows skew. `t0` and `t1` bound the trace's time; `calls`
+// is how many calls the evidence comes from. Vectors in `edges` are
+// reordered.
 ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
                                   size_t nodes, trace::TimeNs t0,
-                                  trace::TimeNs t1);
+                                  trace::TimeNs t1, size_t calls = 0);
 
 }  // namespace bbprof::nesting
 

@@ -151,8 +151,10 @@ ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
   };
   TimeNs t0 = std::numeric_limits<TimeNs>::max(),
          t1 = std::numeric_limits<TimeNs>::min();
+  size_t returned = 0;
   for (const Pair& c : pairs) {
     if (c.ret < 0) continue;
+    ++returned;
     t0 = std::min(t0, c.call);
     t1 = std::max(t1, c.call);
     EdgeClockEvidence& ce = edge(c);
@@ -178,7 +180,8 @@ ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
               return std::tie(a.caller, a.callee) <
                      std::tie(b.caller, b.callee);
             });
-  ClockCorrection clocks = SolveClockOffsets(edges, n_nodes, t0, t1);
+  ClockCorrection clocks =
+      SolveClockOffsets(edges, n_nodes, t0, t1, returned);
   ResetAssignment(table);
   return clocks;
 }

@@ -427,6 +427,44 @@ TEST(NestingTest, ADriftDoesNotMoveBoundsThatHoldZeroAsStamped) {
   EXPECT_FALSE(c.any());
 }
 
+// A drift left over by a first round: 0.5 ppm over a 400-second trace,
+// 100 us either way at its ends. The gaps spread wide (exponential, mean
+// 1.5 ms), so the 1st percentile of the whole trace's children sits near
+// a higher percentile of its ends': as stamped the bounds cross (+22 us
+// over -21 us), and once the drift is taken out they hold 0, so a short
+// trace is left as it is (d = 0, no drift). Read in stretches of 100 s,
+// the ends' bounds do not hold 0 (the last about +70 .. +100 us): the
+// drift is a clock's, and on a trace with enough calls it stays.
+TEST(NestingTest, ADriftLeftOverShowsAtALongTracesEnds) {
+  std::vector<EdgeClockEvidence> edges(1);
+  edges[0].caller = 0;
+  edges[0].callee = 1;
+  const trace::TimeNs mid = 200'000'000'000;
+  auto gap = [](int k, double shift) {
+    // Deterministic uniforms (a golden-ratio sequence), then exponential.
+    const double u = std::fmod((k + shift) * 0.6180339887498949, 1.0);
+    return static_cast<trace::TimeNs>(-1'500'000 * std::log(1 - u));
+  };
+  for (int k = 0; k < 40'000; ++k) {
+    const trace::TimeNs t = trace::TimeNs{k} * 10'000'000;  // 0 .. 400 s
+    const trace::TimeNs d = (t - mid) / 2'000'000;          // 0.5 ppm
+    edges[0].child_starts.push_back({t, d + gap(k, 0.1)});
+    edges[0].parent_ends.push_back({t, -d + gap(k, 0.4)});
+    edges[0].latencies.push_back({t, d + 2'000'000 + gap(k, 0.7)});
+  }
+  const trace::TimeNs end = 400'000'000'000;
+  std::vector<EdgeClockEvidence> copy = edges;
+  EXPECT_FALSE(SolveClockOffsets(copy, 2, 0, end).any());
+  copy = edges;
+  EXPECT_FALSE(SolveClockOffsets(copy, 2, 0, end, 150'000).any())
+      << "too few calls for a minute's stretches";
+  const ClockCorrection c = SolveClockOffsets(edges, 2, 0, end, 400'000);
+  ASSERT_TRUE(c.any());
+  EXPECT_NEAR(c.drift[1], 0.5e-6, 0.1e-6);
+  EXPECT_NEAR(static_cast<double>(c.Offset(1, 0)), -100'000, 30'000);
+  EXPECT_NEAR(static_cast<double>(c.Offset(1, end)), 100'000, 30'000);
+}
+
 // A small skew hidden by long calls. The front F serves fast requests,
 // each a call to B that F answers 20-40 us after B does, and slow ones that
 // hold F 40 ms without calling anything, eight of them in flight at any
