@@ -123,9 +123,10 @@ trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
 // gets d = 0, drift 0 (an unskewed trace is left exactly as it is), unless
 // the trace is long (kClockPieceSpan) and some stretch of it, read as
 // stamped, does not hold 0: a drift left over, kept; otherwise d is the
-// interval's midpoint, or its upper bound when there is no lower one. The bounds (not the drift) are read off the children that
-// had one candidate when an edge has at least kMinClockEvidence of them: a
-// wrong parent always tightens a bound, so at high load the 1st percentile
+// interval's midpoint, or its upper bound when there is no lower one. The
+// bounds (not the drift) are read off the children that had one candidate
+// when an edge has at least kMinClockEvidence of them: a wrong parent
+// always tightens a bound, so at high load the 1st percentile
 // of all children crosses the true offset, while a child with one
 // candidate has its true parent. The drift stays with every child: wrong
 // parents shift a lower envelope by about as much in every slice of time,
@@ -147,9 +148,9 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
   };
   constexpr TimeNs kOpen = std::numeric_limits<TimeNs>::max();
   const TimeNs tc = t0 + (t1 - t0) / 2;
-  const int pieces = static_cast<int>(
-      std::min<int64_t>((t1 - t0) / kClockPieceSpan,
-                        static_cast<int64_t>(calls / kClockPieceCalls)));
+  const int pieces = static_cast<int>(std::min<int64_t>(
+      {(t1 - t0) / kClockPieceSpan,
+       static_cast<int64_t>(calls / kClockPieceCalls), kMaxClockPieces}));
   std::vector<Estimate> est;
   for (EdgeClockEvidence& e : edges) {
     if (e.latencies.empty() && e.child_starts.size() < kMinClockEvidence)
@@ -232,17 +233,21 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
     // detrended interval (0 when that holds 0).
     bool drifts = false;
     if (r.d == 0 && drift != 0 && pieces >= 2) {
-      for (int k = 0; k < pieces && !drifts; ++k) {
-        const TimeNs a = t0 + (t1 - t0) * k / pieces;
-        const TimeNs b = t0 + (t1 - t0) * (k + 1) / pieces;
-        auto in = [&](const std::vector<ClockSample>& from) {
-          std::vector<ClockSample> to;
-          for (const ClockSample& x : from) {
-            if (x.t >= a && (x.t < b || k + 1 == pieces)) to.push_back(x);
-          }
-          return to;
-        };
-        drifts = interval_of(in(e.latencies), in(starts), in(ends), 0.0).d != 0;
+      // Each list cut into the stretches in one pass.
+      auto cut = [&](const std::vector<ClockSample>& from) {
+        std::vector<std::vector<ClockSample>> to(static_cast<size_t>(pieces));
+        const double width = static_cast<double>(t1 - t0) / pieces;
+        for (const ClockSample& x : from) {
+          const int k = std::clamp(
+              static_cast<int>(static_cast<double>(x.t - t0) / width), 0,
+              pieces - 1);
+          to[static_cast<size_t>(k)].push_back(x);
+        }
+        return to;
+      };
+      const auto lat = cut(e.latencies), st = cut(starts), en = cut(ends);
+      for (size_t k = 0; k < lat.size() && !drifts; ++k) {
+        drifts = interval_of(lat[k], st[k], en[k], 0.0).d != 0;
       }
     }
     if (drifts) r = interval(drift);

@@ -100,6 +100,8 @@ struct ClockCorrection {
 // read to a few tenths of a ppm is tens of microseconds off over it.
 inline constexpr trace::TimeNs kClockPieceSpan = 60'000'000'000;
 inline constexpr size_t kClockPieceCalls = 100'000;
+// At most this many stretches (a day-long trace: stretches of 22 minutes).
+inline constexpr int64_t kMaxClockPieces = 64;
 
 // The clocks of `nodes` nodes from their edges' evidence, every one zero
 // when no edge shows skew. `t0` and `t1` bound the trace's time; `calls`
