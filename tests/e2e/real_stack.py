@@ -37,9 +37,10 @@ with default flags, and scored with `bbprof eval` (request accuracy).
     real_stack.py BBPROF --bench [WORKDIR]   all load levels, a table
     real_stack.py BBPROF --rescore WORKDIR   the table again from the captures a
                                              --bench run kept (no servers, no root)
-    real_stack.py BBPROF --long SECONDS WORKDIR
-                                             one long capture (the full mix at 60%
-                                             of saturation for SECONDS) kept as
+    real_stack.py BBPROF --long SECONDS WORKDIR [MIX [SHARE]]
+                                             one long capture (MIX, default all, at
+                                             SHARE of saturation, default 0.6, for
+                                             SECONDS) kept as
                                              WORKDIR/long.trace and, skewed as
                                              above, long.skewed.trace: what stream
                                              segments cost on a real capture longer
@@ -471,22 +472,22 @@ def rescore(bbprof, work):
     print_table(configs, rows)
 
 
-def long_capture(bbprof, work, seconds):
-    """The full mix at 60% of its saturation throughput for `seconds`, under
+def long_capture(bbprof, work, seconds, mix="all", share=0.6):
+    """`mix` at `share` of its saturation throughput for `seconds`, under
     one capture: a real trace many stream segments long (issue 17)."""
-    _, errors, sat = run_load("sat-long", 0, 4.0, "all", 16)
+    _, errors, sat = run_load("sat-long", 0, 4.0, mix, 16)
     if errors:
         fail("saturation run errors: %s" % errors[:5])
-    rate = 0.6 * sat
+    rate = share * sat
     threads = max(4, min(32, int(rate / 15)))
-    print("# all mix: saturation %.0f requests/s; %.0f s at %.0f/s (%d clients)"
-          % (sat, seconds, rate, threads), flush=True)
+    print("# %s mix: saturation %.0f requests/s; %.0f s at %.0f/s (%d clients)"
+          % (mix, sat, seconds, rate, threads), flush=True)
     trace, (counts, errors, rps) = capture(
-        bbprof, work, "long", lambda: run_load("long", rate, seconds, "all", threads))
+        bbprof, work, "long", lambda: run_load("long", rate, seconds, mix, threads))
     if errors:
         print("# long: %d load errors, e.g. %s" % (len(errors), errors[0]))
     with open(os.path.join(work, "long.level.json"), "w") as f:
-        json.dump({"mix": "all", "share": 0.6, "rps": rps, "seconds": seconds,
+        json.dump({"mix": mix, "share": share, "rps": rps, "seconds": seconds,
                    "requests": sum(counts.values())}, f)
     print("# long: %d requests, %.0f/s: %s" % (sum(counts.values()), rps, trace))
     print("# skewed as if on several hosts: %s" % skew(bbprof, trace), flush=True)
@@ -498,18 +499,21 @@ def main():
         return 2
     bbprof = os.path.abspath(sys.argv[1])
     if sys.argv[2] == "--long":
-        if len(sys.argv) != 5:
+        if len(sys.argv) not in (5, 6, 7) or (
+                len(sys.argv) > 5 and sys.argv[5] not in MIXES):
             print(__doc__)
             return 2
         seconds = float(sys.argv[3])
         work = sys.argv[4]
+        mix = sys.argv[5] if len(sys.argv) > 5 else "all"
+        share = float(sys.argv[6]) if len(sys.argv) > 6 else 0.6
         check_tools()
         os.makedirs(work, exist_ok=True)
         os.chmod(work, 0o755)  # memcached runs as nobody
         stack = Stack(work)
         try:
             stack.start()
-            long_capture(bbprof, work, seconds)
+            long_capture(bbprof, work, seconds, mix, share)
             return 0
         finally:
             stack.stop()
