@@ -31,6 +31,14 @@ TimeNs LowQuantile(std::vector<TimeNs>& v, double q) {
   return v[k];
 }
 
+// Which of `n` equal slices of [t0, t1] (t1 > t0) time t falls in; times
+// outside go to the nearest.
+size_t SliceOf(TimeNs t, TimeNs t0, TimeNs t1, int n) {
+  const double width = static_cast<double>(t1 - t0) / n;
+  return static_cast<size_t>(std::clamp(
+      static_cast<int>(static_cast<double>(t - t0) / width), 0, n - 1));
+}
+
 // The slope, in seconds per second, of a line through the low percentile of
 // each slice of time that holds enough samples; none with fewer than three
 // such slices.
@@ -40,10 +48,7 @@ std::optional<double> EnvelopeSlope(const std::vector<ClockSample>& samples,
   std::vector<std::vector<TimeNs>> slice(kDriftSlices);
   const double width = static_cast<double>(t1 - t0) / kDriftSlices;
   for (const ClockSample& s : samples) {
-    const int k =
-        std::clamp(static_cast<int>(static_cast<double>(s.t - t0) / width), 0,
-                   kDriftSlices - 1);
-    slice[static_cast<size_t>(k)].push_back(s.v);
+    slice[SliceOf(s.t, t0, t1, kDriftSlices)].push_back(s.v);
   }
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (int k = 0; k < kDriftSlices; ++k) {
@@ -236,12 +241,8 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
       // Each list cut into the stretches in one pass.
       auto cut = [&](const std::vector<ClockSample>& from) {
         std::vector<std::vector<ClockSample>> to(static_cast<size_t>(pieces));
-        const double width = static_cast<double>(t1 - t0) / pieces;
         for (const ClockSample& x : from) {
-          const int k = std::clamp(
-              static_cast<int>(static_cast<double>(x.t - t0) / width), 0,
-              pieces - 1);
-          to[static_cast<size_t>(k)].push_back(x);
+          to[SliceOf(x.t, t0, t1, pieces)].push_back(x);
         }
         return to;
       };
