@@ -71,8 +71,9 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       po::value<std::string>()->default_value(
           std::to_string(nesting::StreamOptions{}.segment_messages)),
       "messages a segment owns under --search stream (at least 1000); each "
-      "also reads a sixteenth as many before and after its own, and follows "
-      "a request that runs on past that up to four sixteenths further");
+      "also reads a thirty-second as many before and after its own, and "
+      "follows a request that runs on past that up to nine thirty-seconds "
+      "further");
   // Operations, client folding and node names (issue 14).
   cl.options().add_options()(
       "group-by", po::value<std::string>()->default_value("op"),

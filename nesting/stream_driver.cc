@@ -448,9 +448,9 @@ class StreamDriver {
         segment_(std::max<uint64_t>(options.segment_messages, 2)),
         overlap_(options.overlap_messages != 0
                      ? std::min(options.overlap_messages, segment_ - 1)
-                     : std::max<uint64_t>(segment_ / 16, 1)),
+                     : std::max<uint64_t>(segment_ / 32, 1)),
         reach_(std::min(options.reach_messages != 0 ? options.reach_messages
-                                                    : 4 * overlap_,
+                                                    : 9 * overlap_,
                         segment_ > 2 * overlap_ ? segment_ - 2 * overlap_ - 1
                                                 : 0)),
         report_(report),

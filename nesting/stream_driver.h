@@ -37,13 +37,19 @@ struct StreamOptions {
   // driver's figures were measured on (docs/nesting.md), about 250 MB
   // held per segment in flight (docs/benchmarks.md).
   uint64_t segment_messages = uint64_t{1} << 21;
-  // Messages a segment reads before and after its own (0: a sixteenth of
-  // segment_messages, 131,072 by default). A request whose calls reach
-  // further than this past its segment's edge is cut: its root counts as
-  // unfinished, or a call whose parent lies before is taken for a root.
+  // Messages a segment reads before and after its own (0: a thirty-second
+  // of segment_messages, 65,536 by default): context for the calls near
+  // its edges. The messages of two overlaps are nested by two segments, so
+  // this is the stream's extra work (a sixteenth of the trace by default;
+  // it was an eighth, at no gain in accuracy once the reach below existed:
+  // docs/benchmarks.md, "A narrower overlap"). A request whose calls reach
+  // further than this and the reach past its segment's edge is cut: its
+  // root counts as unfinished, or a call whose parent lies before is taken
+  // for a root.
   uint64_t overlap_messages = 0;
-  // How far past its overlap a segment reaches (0: four overlaps, 524,288
-  // messages by default; at most what leaves the next segment's overlap
+  // How far past its overlap a segment reaches (0: nine overlaps, 589,824
+  // messages by default, so that overlap and reach together are five
+  // sixteenths of a segment; at most what leaves the next segment's overlap
   // clear). A segment stores this many messages after its overlap and
   // nests them only while a call it owns waits for its return
   // (SegmentTail, drivers.h); and the calls still open where a segment

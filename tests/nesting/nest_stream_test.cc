@@ -195,7 +195,7 @@ std::map<std::string, uint64_t> CountsOf(const nlohmann::json& j) {
   return counts;
 }
 
-// With segments of 1000 messages (and 62 before and after), nearly every
+// With segments of 1000 messages (and 31 before and after), nearly every
 // segment's edge falls inside one of EdgeTrace's requests. Each is nested
 // in the segment that owns its root and nowhere else: the patterns' counts
 // are the in-memory ones. One request of a batch client lasts a fifth of
@@ -247,8 +247,8 @@ uint64_t Reported(const std::string& out, const std::string& what) {
 }
 
 // Requests that run past their segment's overlap, within its reach
-// (StreamOptions::reach_messages): with segments of 1500 messages (93
-// before and after, a reach of 372), every half second a batch request to
+// (StreamOptions::reach_messages): with segments of 1500 messages (46
+// before and after, a reach of 414), every half second a batch request to
 // the web server lasts 120-160 ms (about 220-290 messages), calling the
 // report service at its start and again at its end. Its segment waits for
 // its return, so it is nested whole; the next segment is given its call,
@@ -307,7 +307,7 @@ TEST(NestStreamTest, RequestsLongerThanTheOverlapAreFollowedWhole) {
 // A lost return does not make its segment nest its whole tail: the call is
 // waited for only while it is younger than twice the longest call into its
 // server (here 2 ms), so a segment nests at most one check's worth (64
-// messages) past its overlap, not its reach of 372.
+// messages) past its overlap, not its reach of 414.
 TEST(NestStreamTest, ALostReturnIsNotWaitedForLong) {
   TempDir dir;
   const std::string t = dir.Write("lost.trace", EdgeTrace(3000, 7).Text());
@@ -802,8 +802,8 @@ TEST(NestMpiTest, RanksSeekOnlyTheirBlocksOfABinaryTrace) {
       EXPECT_EQ(out.find("every rank read the whole trace"), std::string::npos)
           << out;
       // Rank 0 holds every ranks-th segment, with its overlaps and its
-      // reach after (S + 2V + R: 1.375 S), decodes the reach before it for
-      // the calls carried in (0.25 S), and reads whole blocks of about
+      // reach after (S + 2V + R: 1.34 S), decodes the reach before it for
+      // the calls carried in (0.28 S), and reads whole blocks of about
       // 6,500 messages: under 0.93 of the trace on two ranks (0.81-0.86
       // without the blocks), under 0.7 on three (0.49-0.54).
       const double share = DecodedShare(out);
