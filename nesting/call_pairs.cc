@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "nesting/bins.h"
 #include "nesting/client_folding.h"
 #include "nesting/skew.h"
 #include "trace/timestamp.h"
@@ -270,25 +271,37 @@ void KeyCallees(const Params& params, CallTable* table) {
 void ImputeLostReturns(const InputStats& stats, CallTable* table) {
   if (stats.unmatched_calls == 0) return;
   std::vector<Pair>& pairs = table->pairs;
-  std::unordered_map<uint64_t, std::vector<TimeNs>> latencies;
+  // Only the edges with a lost return need their latencies (a few edges
+  // out of many, on a trace where most calls returned): numbered by a
+  // KeyIndex in the order of their first lost return, each pair's edge is
+  // one flat lookup, not a map of every edge's latencies.
+  KeyIndex lossy;
+  for (const Pair& p : pairs) {
+    if (p.ret < 0) lossy.Insert(CallTable::EdgeKey(p));
+  }
+  std::vector<std::vector<TimeNs>> latencies(lossy.size());
   for (const Pair& p : pairs) {
     if (p.ret < 0) continue;
-    latencies[CallTable::EdgeKey(p)].push_back(
-        std::max<TimeNs>(0, p.ret - p.call));
+    const uint32_t k = lossy.Find(CallTable::EdgeKey(p));
+    if (k != KeyIndex::kMissing) {
+      latencies[k].push_back(std::max<TimeNs>(0, p.ret - p.call));
+    }
   }
-  std::unordered_map<uint64_t, TimeNs> p99;
-  for (auto& [edge, v] : latencies) {
+  std::vector<TimeNs> p99(lossy.size(), -1);  // -1: the edge never returned
+  for (size_t e = 0; e < latencies.size(); ++e) {
+    std::vector<TimeNs>& v = latencies[e];
+    if (v.empty()) continue;
     size_t k = v.size() - 1 - (v.size() - 1) / 100;
     std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k),
                      v.end());
-    p99[edge] = v[k];
+    p99[e] = v[k];
   }
   for (uint32_t i = 0; i < pairs.size(); ++i) {
     Pair& p = pairs[i];
     if (p.ret >= 0) continue;
-    auto it = p99.find(CallTable::EdgeKey(p));
-    if (it == p99.end()) continue;
-    p.ret = p.call + it->second;
+    const TimeNs latency = p99[lossy.Find(CallTable::EdgeKey(p))];
+    if (latency < 0) continue;
+    p.ret = p.call + latency;
     p.imputed = true;
     table->ret_order.push_back(i);  // out of order: see SortByReturn
   }

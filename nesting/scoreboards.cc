@@ -1,18 +1,22 @@
 #include "nesting/scoreboards.h"
 
-#include <utility>
+#include <algorithm>
+#include <cstddef>
+#include <vector>
 
 namespace bbprof::nesting {
 
-std::vector<double>& Scoreboards::Board(uint64_t key) {
-  auto [it, inserted] = index_.try_emplace(key, boards_.size());
-  if (inserted) boards_.emplace_back(static_cast<size_t>(scale_.size()), 0.0);
-  return boards_[it->second];
+double* Scoreboards::Board(uint64_t key) {
+  const auto [index, inserted] = index_.Insert(key);
+  if (inserted) boards_.resize(boards_.size() + bins_, 0.0);
+  return &boards_[static_cast<size_t>(index) * bins_];
 }
 
 Scoreboards::Scoreboards(const Params& params, const BinScale& scale,
                          const CallTable& table)
-    : scale_(scale), raw_(params.raw_bin_scores) {
+    : scale_(scale),
+      raw_(params.raw_bin_scores),
+      bins_(static_cast<size_t>(scale.size())) {
   const std::vector<Pair>& pairs = table.pairs;
   for (uint32_t child : table.ret_order) {
     const Pair& c = pairs[child];
@@ -25,18 +29,14 @@ Scoreboards::Scoreboards(const Params& params, const BinScale& scale,
                            child))[scale_.Bin(c.call - p.call)] += weight;
     }
   }
-  std::vector<std::pair<uint64_t, uint32_t>> items;
-  items.reserve(index_.size());
-  for (const auto& [key, index] : index_) {
-    items.emplace_back(key, static_cast<uint32_t>(index));
-  }
-  flat_.Build(items);
   if (params.smooth_bins > 0) {
     const GaussianSmoother smoother(params.smooth_bins);
-    std::vector<double> out;
-    for (auto& h : boards_) {
+    std::vector<double> h, out;
+    for (size_t row = 0; row < boards_.size(); row += bins_) {
+      const auto first = boards_.begin() + static_cast<std::ptrdiff_t>(row);
+      h.assign(first, first + static_cast<std::ptrdiff_t>(bins_));
       smoother.Apply(h, out, 1.0);
-      h.swap(out);
+      std::copy(out.begin(), out.end(), first);
     }
   }
 }

@@ -7,8 +7,8 @@
 #ifndef BBPROF_NESTING_SCOREBOARDS_H_
 #define BBPROF_NESTING_SCOREBOARDS_H_
 
+#include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "nesting/bins.h"
@@ -22,7 +22,7 @@ class Scoreboards {
   // Scores every candidate of `table` (steps 1 and 2 done).
   Scoreboards(const Params& params, const BinScale& scale,
               const CallTable& table);
-  size_t size() const { return boards_.size(); }
+  size_t size() const { return index_.size(); }
   // The score of `parent` as the cause of `child` (5.1.1.3, before the
   // penalties): the board's value at their delay. Scores are densities: a
   // bin's weight divided by its width. With log bins a wide bin at a long
@@ -35,18 +35,24 @@ class Scoreboards {
     const Pair& c = table.pairs[child];
     const Pair& p = table.pairs[parent];
     const int bin = scale_.Bin(c.call - p.call);
-    return boards_[flat_.Find(table.BoardKey(parent, child))][bin] *
+    return boards_[static_cast<size_t>(index_.Find(table.BoardKey(parent, child))) *
+                       bins_ +
+                   static_cast<size_t>(bin)] *
            (raw_ ? 1.0 : scale_.InvWidth(bin));
   }
 
  private:
-  std::vector<double>& Board(uint64_t key);
+  double* Board(uint64_t key);
 
   const BinScale& scale_;
   bool raw_;
-  std::unordered_map<uint64_t, size_t> index_;
-  FlatIndex flat_;  // index_, for the lookups of Score
-  std::vector<std::vector<double>> boards_;
+  size_t bins_;
+  // Board keys numbered in the order they are first scored, and the
+  // boards, one row of bins_ each, end to end under those numbers: a flat
+  // lookup and one memory access per candidate scored (a
+  // std::unordered_map and a vector per board before).
+  KeyIndex index_;
+  std::vector<double> boards_;
 };
 
 }  // namespace bbprof::nesting

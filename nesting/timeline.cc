@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -453,7 +454,7 @@ class TimelineModel {
 
   // What learning counts: per gap key a histogram of delays and its total,
   // per multiset (its hash includes its context) the context and a count,
-  // per context a total. Counts only, in doubles: integers, so the sums of
+  // and, once counting is done, per context a total. Counts only, in doubles: integers, so the sums of
   // parts are exact in any order. Each KeyIndex numbers its keys; what a
   // key counts sits at its number in the arrays after it.
   struct alignas(64) LearnCounts {
@@ -494,7 +495,6 @@ class TimelineModel {
           scratch, i, kNone, kNone, add,
           [&](uint64_t context, uint64_t set) {
             AddSet(set, context, 1, out);
-            AddContext(context, 1, out);
           },
           add, &groups);
       for (const auto& [key, size] : groups) {
@@ -545,9 +545,6 @@ class TimelineModel {
     for (uint32_t k = 0; k < from.sets.size(); ++k) {
       AddSet(from.sets.key(k), from.set_context[k], from.set_count[k], into);
     }
-    for (uint32_t k = 0; k < from.contexts.size(); ++k) {
-      AddContext(from.contexts.key(k), from.context_total[k], into);
-    }
     for (const auto& [key, sizes] : from.group_sizes) {
       auto& to = into->group_sizes[key];
       if (to.size() < sizes.size()) to.resize(sizes.size());
@@ -571,6 +568,12 @@ class TimelineModel {
       MergeCounts(std::move(part_counts[part]), &part_counts[0]);
     }
     LearnCounts& learned = part_counts[0];
+    // Each context's total: the sum of its multisets' counts (a multiset's
+    // hash includes its context), added once here rather than counted with
+    // every anchor (a third of counting's key lookups).
+    for (uint32_t k = 0; k < learned.sets.size(); ++k) {
+      AddContext(learned.set_context[k], learned.set_count[k], &learned);
+    }
     const KeyIndex& gap_index = learned.gap_index;
     auto& totals = learned.totals;
     auto& counts = learned.counts;
@@ -580,11 +583,10 @@ class TimelineModel {
     const GaussianSmoother smoother(std::max(1.0, smooth_bins_));
     const int bins = scale_.size();
     std::vector<double> smooth;
-    gap_boards_.resize(counts.size());
+    gap_boards_.resize(counts.size() * static_cast<size_t>(bins));
     for (size_t k = 0; k < counts.size(); ++k) {
       smoother.Apply(counts[k], smooth, smoother.sum());
-      auto& out = gap_boards_[k];
-      out.resize(static_cast<size_t>(bins));
+      float* out = &gap_boards_[k * static_cast<size_t>(bins)];
       for (int b = 0; b < bins; ++b) {
         out[b] = static_cast<float>(std::log(
             (smooth[b] + 1.0 / bins) / (totals[k] + 1.0) * scale_.InvWidth(b)));
@@ -599,23 +601,24 @@ class TimelineModel {
     ChooseChains(learned, std::move(items));
     items.clear();
     // A multiset never seen after this anchor gets half an observation.
-    log_p_.clear();
+    // Each index holds the log probability itself, as the bits of a float
+    // (finite, so never FlatIndex::kMissing, a NaN's): the lookup per
+    // anchor scored is one memory access, not two.
     // (Every set's context was counted with it, so Find finds it.)
     for (uint32_t k = 0; k < learned.sets.size(); ++k) {
       const double total =
           learned.context_total[learned.contexts.Find(learned.set_context[k])];
       items.emplace_back(learned.sets.key(k),
-                         static_cast<uint32_t>(log_p_.size()));
-      log_p_.push_back(static_cast<float>(
-          std::log((learned.set_count[k] + 0.5) / (total + 1.0))));
+                         std::bit_cast<uint32_t>(static_cast<float>(std::log(
+                             (learned.set_count[k] + 0.5) / (total + 1.0)))));
     }
     set_index_.Build(items);
     items.clear();
     for (uint32_t k = 0; k < learned.contexts.size(); ++k) {
-      items.emplace_back(learned.contexts.key(k),
-                         static_cast<uint32_t>(log_p_.size()));
-      log_p_.push_back(
-          static_cast<float>(std::log(0.5 / (learned.context_total[k] + 1.0))));
+      items.emplace_back(
+          learned.contexts.key(k),
+          std::bit_cast<uint32_t>(static_cast<float>(
+              std::log(0.5 / (learned.context_total[k] + 1.0)))));
     }
     unseen_index_.Build(items);
     score_cache_.assign(pairs_.size(), std::numeric_limits<float>::quiet_NaN());
@@ -1269,14 +1272,17 @@ class TimelineModel {
   double LogDensity(uint64_t key, TimeNs delay) const {
     const int bin = scale_.Bin(delay);
     uint32_t k = gap_index_.Find(key);
-    return k == FlatIndex::kMissing ? prior_log_[bin] : gap_boards_[k][bin];
+    return k == FlatIndex::kMissing
+               ? prior_log_[bin]
+               : gap_boards_[static_cast<size_t>(k) * prior_log_.size() + bin];
   }
 
   double LogSetProbability(uint64_t context, uint64_t set) const {
-    uint32_t k = set_index_.Find(set);
-    if (k == FlatIndex::kMissing) k = unseen_index_.Find(context);
+    uint32_t bits = set_index_.Find(set);
+    if (bits == FlatIndex::kMissing) bits = unseen_index_.Find(context);
     // A context never seen at all: a single pseudo-observation.
-    return k == FlatIndex::kMissing ? std::log(0.5) : log_p_[k];
+    return bits == FlatIndex::kMissing ? std::log(0.5)
+                                       : std::bit_cast<float>(bits);
   }
 
   double TimelineLogLikelihood(Scratch& scratch, uint32_t parent,
@@ -1688,8 +1694,9 @@ class TimelineModel {
   FlatIndex chain_index_;
   std::vector<uint8_t> chains_;
   size_t edge_count_ = 0;
-  std::vector<std::vector<float>> gap_boards_;
-  std::vector<float> log_p_;
+  // Per gap key (gap_index_), its log densities: one row of the scale's
+  // bins each, rows end to end (one memory access per lookup).
+  std::vector<float> gap_boards_;
   std::vector<float> score_cache_;
   std::vector<Scratch> scratch_;  // by part
   // Grandchild terms (LearnGrandchildCounts): per (edge of G, grandchild
