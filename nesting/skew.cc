@@ -40,21 +40,28 @@ size_t SliceOf(TimeNs t, TimeNs t0, TimeNs t1, int n) {
 }
 
 // The slope, in seconds per second, of a line through the low percentile of
-// each slice of time that holds enough samples; none with fewer than three
-// such slices.
+// each slice of time that holds enough samples, each at the mean time of its
+// samples; none with fewer than three such slices. (At the slice's middle,
+// a slice that traffic fills only in part, at the edge of a lull, put its
+// percentile seconds away from where it was read: on a real capture with
+// one call 46 s before the rest, the slope of a 15 ppm drift read 0, and
+// 5% of requests came out right instead of 98.6%.)
 std::optional<double> EnvelopeSlope(const std::vector<ClockSample>& samples,
                                     TimeNs t0, TimeNs t1) {
   if (t1 <= t0) return std::nullopt;
   std::vector<std::vector<TimeNs>> slice(kDriftSlices);
-  const double width = static_cast<double>(t1 - t0) / kDriftSlices;
+  std::vector<double> time_sum(kDriftSlices, 0.0);
   for (const ClockSample& s : samples) {
-    slice[SliceOf(s.t, t0, t1, kDriftSlices)].push_back(s.v);
+    const size_t k = SliceOf(s.t, t0, t1, kDriftSlices);
+    slice[k].push_back(s.v);
+    time_sum[k] += static_cast<double>(s.t - t0);
   }
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (int k = 0; k < kDriftSlices; ++k) {
     auto& v = slice[static_cast<size_t>(k)];
     if (v.size() < kMinClockEvidence) continue;
-    const double x = (k + 0.5) * width;
+    const double x =
+        time_sum[static_cast<size_t>(k)] / static_cast<double>(v.size());
     const auto y = static_cast<double>(LowQuantile(v, kDriftQuantile));
     n += 1;
     sx += x;

@@ -465,6 +465,35 @@ TEST(NestingTest, ADriftLeftOverShowsAtALongTracesEnds) {
   EXPECT_NEAR(static_cast<double>(c.Offset(1, end)), 100'000, 30'000);
 }
 
+// A drift read across a lull: one call at 0, then none until 46.4 s, then
+// traffic to 186 s (a capture that caught a stray call, then waited; or a
+// stream segment given a call from far back). Of the eight slices of time
+// the drift's slope is read from, the second holds only the first 0.1 s
+// of traffic: placed at the slice's middle, 11.6 s before its samples, it
+// bent the slope of a 15 ppm drift (on the real capture this came from,
+// to 0). Each slice's percentile is placed at its samples' mean time.
+TEST(NestingTest, ADriftIsReadWhereItsSamplesAreNotWhereTheSliceIs) {
+  std::vector<EdgeClockEvidence> edges(1);
+  edges[0].caller = 0;
+  edges[0].callee = 1;
+  const trace::TimeNs from = 46'400'000'000, end = 186'000'000'000;
+  const trace::TimeNs mid = end / 2;
+  auto gap = [](int k, double shift) {
+    const double u = std::fmod((k + shift) * 0.6180339887498949, 1.0);
+    return static_cast<trace::TimeNs>(-300'000 * std::log(1 - u));
+  };
+  int k = 0;
+  for (trace::TimeNs t = from; t <= end; t += 5'000'000, ++k) {
+    const trace::TimeNs d = (t - mid) * 15 / 1'000'000;  // 15 ppm
+    edges[0].child_starts.push_back({t, d + gap(k, 0.1)});
+    edges[0].parent_ends.push_back({t, -d + gap(k, 0.4)});
+    edges[0].latencies.push_back({t, d + 2'000'000 + gap(k, 0.7)});
+  }
+  const ClockCorrection c = SolveClockOffsets(edges, 2, 0, end);
+  ASSERT_TRUE(c.any());
+  EXPECT_NEAR(c.drift[1], 15e-6, 0.5e-6);
+}
+
 // A small skew hidden by long calls. The front F serves fast requests,
 // each a call to B that F answers 20-40 us after B does, and slow ones that
 // hold F 40 ms without calling anything, eight of them in flight at any
