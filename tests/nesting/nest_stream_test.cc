@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -322,6 +323,56 @@ TEST(NestStreamTest, ALostReturnIsNotWaitedForLong) {
   EXPECT_LE(Reported(text, " messages nested past the overlaps"),
             64 * segments)
       << text;
+}
+
+// A call whose return was stamped before it (a clock behind) is not
+// carried from the first messages a segment's tracker is fed, where its
+// return may lie just outside. Segments of 1500 messages (46 before and
+// after, a reach of 414): the tracker of segment k is fed from message
+// 1500k - 460, and there each has a call whose return, 0.5 ms earlier, is
+// the message before. In one pass every call is paired; the trackers saw
+// the calls but not their returns, and carried them into the segments as
+// open (three calls, 0.75 s older than anything else in their segment).
+TEST(NestStreamTest, ACallWhoseReturnCameFirstIsNotCarried) {
+  std::string text;
+  char line[96];
+  int request = 0;
+  std::set<int> early_at;  // where a tracker starts
+  for (int k = 1; k <= 3; ++k) early_at.insert(1500 * k - 460);
+  for (int i = 0; i < 6000;) {
+    const double t = 0.0005 * i;
+    if (early_at.count(i + 2) != 0) {
+      std::snprintf(line, sizeof line, "%.6f MSG a b -\n", t);
+      text += line;
+      std::snprintf(line, sizeof line, "%.6f RET web client e%d\n",
+                    t + 0.0005, i);
+      text += line;
+      std::snprintf(line, sizeof line, "%.6f CALL client web e%d\n",
+                    t + 0.0010, i);
+      text += line;
+      std::snprintf(line, sizeof line, "%.6f MSG a b -\n", t + 0.0015);
+      text += line;
+      i += 4;
+      continue;
+    }
+    std::snprintf(line, sizeof line,
+                  "%.6f CALL client web r%d\n%.6f RET web client r%d\n", t,
+                  request, t + 0.0004, request);
+    text += line;
+    ++request;
+    i += 2;
+  }
+  TempDir dir;
+  const std::string t = dir.Write("early.trace", text);
+  const nlohmann::json mem = Nest(t + " -q --search memory");
+  ASSERT_EQ(mem["input"]["unmatched_calls"], 0) << mem.dump(1);
+  std::string out;
+  const nlohmann::json stream =
+      Nest(t + " --search stream --segment-messages 1500", &out);
+  ASSERT_EQ(Reported(out, " segments of 1500"), 4u) << out;
+  EXPECT_EQ(Reported(out, " calls still open carried"), 0u) << out;
+  EXPECT_EQ(stream["input"]["unmatched_calls"], 0) << out;
+  EXPECT_EQ(CountsOf(stream), CountsOf(mem)) << out;
 }
 
 TEST(NestStreamTest, BadSearchFlagsAreRefused) {
