@@ -74,15 +74,10 @@ void EstimateSkew(const CallTable& table, SkewState* state, Params* params) {
         if (best_start > 0) n.start.push_back(best_start);
         if (best_end > 0) n.end.push_back(best_end);
       });
-  // Into a map in the order the sweep met the edges, so that it is walked
-  // in the order it was before the flat index (the windows' map is filled
-  // in this order).
-  std::unordered_map<uint64_t, Needs> needs;
-  for (uint32_t id = 0; id < edge_ids.size(); ++id) {
-    needs.emplace(edge_ids.key(id), std::move(by_id[id]));
-  }
   TimeNs widest = 0;
-  for (auto& [edge, n] : needs) {
+  for (uint32_t id = 0; id < edge_ids.size(); ++id) {
+    const uint64_t edge = edge_ids.key(id);
+    Needs& n = by_id[id];
     const TimeNs ws = ChooseSkewWindow(n.start, n.children);
     const TimeNs we = ChooseSkewWindow(n.end, n.children);
     if (ws == 0 && we == 0) continue;
