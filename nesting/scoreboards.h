@@ -35,9 +35,8 @@ class Scoreboards {
     const Pair& c = table.pairs[child];
     const Pair& p = table.pairs[parent];
     const int bin = scale_.Bin(c.call - p.call);
-    return boards_[static_cast<size_t>(index_.Find(table.BoardKey(parent, child))) *
-                       bins_ +
-                   static_cast<size_t>(bin)] *
+    const size_t row = index_.Find(table.BoardKey(parent, child));
+    return boards_[row * bins_ + static_cast<size_t>(bin)] *
            (raw_ ? 1.0 : scale_.InvWidth(bin));
   }
 

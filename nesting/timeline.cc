@@ -454,9 +454,10 @@ class TimelineModel {
 
   // What learning counts: per gap key a histogram of delays and its total,
   // per multiset (its hash includes its context) the context and a count,
-  // and, once counting is done, per context a total. Counts only, in doubles: integers, so the sums of
-  // parts are exact in any order. Each KeyIndex numbers its keys; what a
-  // key counts sits at its number in the arrays after it.
+  // and, once counting is done, per context a total. Counts only, in
+  // doubles: integers, so the sums of parts are exact in any order. Each
+  // KeyIndex numbers its keys; what a key counts sits at its number in the
+  // arrays after it.
   struct alignas(64) LearnCounts {
     KeyIndex gap_index;
     std::vector<double> totals;

@@ -483,7 +483,8 @@ def long_capture(bbprof, work, seconds, mix="all", share=0.6):
     print("# %s mix: saturation %.0f requests/s; %.0f s at %.0f/s (%d clients)"
           % (mix, sat, seconds, rate, threads), flush=True)
     trace, (counts, errors, rps) = capture(
-        bbprof, work, "long", lambda: run_load("long", rate, seconds, mix, threads))
+        bbprof, work, "long",
+        lambda: run_load("long", rate, seconds, mix, threads))
     if errors:
         print("# long: %d load errors, e.g. %s" % (len(errors), errors[0]))
     with open(os.path.join(work, "long.level.json"), "w") as f:
