@@ -319,9 +319,10 @@ Result<nesting::NestingResult> NestInput(
   for (const nesting::NodeClockOffset& o : result->clock_offsets) {
     char line[256];
     std::snprintf(line, sizeof line,
-                  "clock skew: %s stamps %+.6f s off (mid-trace), drifting "
-                  "%+.1f ppm; corrected",
-                  o.node.c_str(), o.offset_s, o.drift_ppm);
+                  "clock skew: %s stamps %+.6f s off %s (mid-trace), "
+                  "drifting %+.1f ppm; corrected",
+                  o.node.c_str(), o.offset_s, o.reference.c_str(),
+                  o.drift_ppm);
     Inform(cl, line);
   }
   for (const nesting::EdgeSkew& e : result->skew) {

@@ -73,6 +73,7 @@ class MemoryDriver {
     result->params = params_;
     result->skew = std::move(skew.skew);
     result->clock_offsets = std::move(skew.clock_offsets);
+    result->clocks_at = skew.clock_total.t0;
     return Status::Ok();
   }
 

@@ -257,6 +257,9 @@ struct NodeClockOffset {
   std::string node;
   double offset_s = 0;
   double drift_ppm = 0;
+  // The node of its connected part that the offset and drift are relative
+  // to (its part's first node, whose clock is 0, so never listed itself).
+  std::string reference;
 };
 // How patterns are ranked. Total latency (count x mean) is the default: the
 // paper's "high impact" paths (section 5.4), frequent and slow, so a rare
@@ -271,6 +274,10 @@ struct NestingResult {
   InputStats input;
   Params params;
   std::vector<NodeClockOffset> clock_offsets;  // nonzero ones, by name
+  // The trace time clock_offsets' offsets hold at (about mid-trace): the
+  // stream driver moves each segment's offsets from its own to the whole
+  // trace's.
+  trace::TimeNs clocks_at = 0;
   std::vector<EdgeSkew> skew;     // edges given a nonzero window, by name
   std::vector<Pattern> patterns;  // in the order of `sort` (SortPatterns)
   SortKey sort = SortKey::kTotalLatency;

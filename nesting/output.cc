@@ -179,7 +179,8 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
     for (const NodeClockOffset& o : r.clock_offsets) {
       offsets.push_back({{"node", o.node},
                          {"offset_s", o.offset_s},
-                         {"drift_ppm", o.drift_ppm}});
+                         {"drift_ppm", o.drift_ppm},
+                         {"reference", o.reference}});
     }
     auto& edges = p["skew_windows"];
     edges = nlohmann::ordered_json::array();

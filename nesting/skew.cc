@@ -267,6 +267,8 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
   clocks.t0 = tc;
   clocks.offset.assign(nodes, 0);
   clocks.drift.assign(nodes, 0.0);
+  clocks.root.resize(nodes);
+  std::iota(clocks.root.begin(), clocks.root.end(), 0u);
   if (std::all_of(est.begin(), est.end(),
                   [](const Estimate& e) { return e.d == 0 && e.drift == 0; })) {
     return clocks;
@@ -310,6 +312,7 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
         seen[l.to] = true;
         clocks.offset[l.to] = clocks.offset[u] + l.d;
         clocks.drift[l.to] = clocks.drift[u] + l.drift;
+        clocks.root[l.to] = static_cast<uint32_t>(s);
         stack.push_back(l.to);
       }
     }

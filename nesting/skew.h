@@ -80,11 +80,14 @@ struct EdgeClockEvidence {
 
 // Per node, a clock that is `offset` ahead of the reference at time t0 and
 // gains `drift` seconds per second: what the node stamps at t is
-// Offset(node, t) too late.
+// Offset(node, t) too late. The reference is root[node]: the first node of
+// its connected part, whose clock is 0 (each part is solved on its own; a
+// node with no evidence is its own root).
 struct ClockCorrection {
   trace::TimeNs t0 = 0;
   std::vector<trace::TimeNs> offset;
   std::vector<double> drift;
+  std::vector<uint32_t> root;
   bool any() const;
   trace::TimeNs Offset(trace::NodeId node, trace::TimeNs t) const {
     return offset[node] + static_cast<trace::TimeNs>(

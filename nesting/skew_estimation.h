@@ -49,6 +49,25 @@ void CorrectClocks(const BinScale& scale, CallTable* table, Params* params,
 // and call delays are reported as stamped.
 void RestoreObservedTimes(CallTable* table, SkewState* state);
 
+// One time range's clocks (a stream segment's NestingResult): its nonzero
+// offsets, each relative to its part's first node, at time `at`; `weight`
+// is how much evidence they rest on (the segment's calls).
+struct RangeClocks {
+  std::vector<NodeClockOffset> clocks;
+  trace::TimeNs at = 0;
+  double weight = 1;
+};
+
+// The clocks of the whole trace from its ranges' (the stream and MPI
+// drivers): each range solves its own, relative to its own first node, at
+// its own middle. Per connected part, one reference (the one the most
+// weight used; ties by name), and each node's drift and then its offset at
+// `at` the weighted least-squares fit of every range's differences: a
+// range's offset is first moved to `at` by the fitted drifts. Averaging
+// ranges' offsets as given would mix references and times.
+std::vector<NodeClockOffset> MergeRangeClocks(
+    const std::vector<RangeClocks>& ranges, trace::TimeNs at);
+
 }  // namespace bbprof::nesting
 
 #endif  // BBPROF_NESTING_SKEW_ESTIMATION_H_

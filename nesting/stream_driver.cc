@@ -23,6 +23,7 @@
 #include "nesting/drivers.h"
 #include "nesting/pattern_table.h"
 #include "nesting/skew.h"
+#include "nesting/skew_estimation.h"
 #include "trace/binary_format.h"
 #include "trace/byte_stream.h"
 #include "trace/pending_calls.h"
@@ -390,7 +391,7 @@ std::string Serialize(const SegmentResult& r) {
     }
     json clocks = json::array();
     for (const NodeClockOffset& o : r.result.clock_offsets) {
-      clocks.push_back({o.node, o.offset_s, o.drift_ppm});
+      clocks.push_back({o.node, o.offset_s, o.drift_ppm, o.reference});
     }
     j = {{"patterns", pats},
          {"pairs", r.pairs},
@@ -402,6 +403,7 @@ std::string Serialize(const SegmentResult& r) {
          {"skew_window", r.result.params.skew_window},
          {"skew", skew},
          {"clocks", clocks},
+         {"clocks_at", r.result.clocks_at},
          {"tail", r.tail_records},
          {"carried", r.carried},
          {"free", r.counts.free_messages},
@@ -438,8 +440,9 @@ SegmentResult Deserialize(const std::string& bytes) {
                                e.at(5)});
     }
     for (const json& o : j.at("clocks")) {
-      r.result.clock_offsets.push_back({o.at(0), o.at(1), o.at(2)});
+      r.result.clock_offsets.push_back({o.at(0), o.at(1), o.at(2), o.at(3)});
     }
+    r.result.clocks_at = j.at("clocks_at");
     r.tail_records = j.at("tail");
     r.carried = j.at("carried");
     r.counts.free_messages = j.at("free");
@@ -1011,11 +1014,9 @@ class StreamDriver {
       m.children += e.children;
       m.missed += e.missed;
     }
-    for (const NodeClockOffset& o : r.result.clock_offsets) {
-      Clock& c = clocks_[o.node];
-      c.offset_s += o.offset_s;
-      c.drift_ppm += o.drift_ppm;
-      ++c.segments;
+    if (!r.result.clock_offsets.empty()) {
+      clocks_.push_back({r.result.clock_offsets, r.result.clocks_at,
+                         static_cast<double>(std::max<uint64_t>(r.pairs, 1))});
     }
   }
 
@@ -1026,12 +1027,10 @@ class StreamDriver {
     r.patterns = merger_.Finish();
     SortPatterns(r.patterns, r.sort);
     for (auto& [key, e] : skew_) r.skew.push_back(e);
-    // A node's clock: its offsets' and drifts' mean over the segments that
-    // corrected it (each segment solves its own clocks).
-    for (auto& [node, c] : clocks_) {
-      const auto k = static_cast<double>(c.segments);
-      r.clock_offsets.push_back({node, c.offset_s / k, c.drift_ppm / k});
-    }
+    // Each segment solved its own clocks, relative to its own first node
+    // and at its own middle: put on one reference, at the trace's middle.
+    r.clocks_at = first_ts_ + (last_ts_ - first_ts_) / 2;
+    r.clock_offsets = MergeRangeClocks(clocks_, r.clocks_at);
     InputStats& in = r.input;
     TakeReaderStats(reader_, &in);
     if (seeking_) {
@@ -1059,11 +1058,6 @@ class StreamDriver {
     in.scoreboards = scoreboards_;
     return r;
   }
-
-  struct Clock {
-    double offset_s = 0, drift_ppm = 0;
-    uint64_t segments = 0;
-  };
 
   trace::TraceReader& reader_;
   Params params_;
@@ -1097,7 +1091,7 @@ class StreamDriver {
   Params params_out_;
   bool have_params_ = false;
   std::map<std::pair<std::string, std::string>, EdgeSkew> skew_;
-  std::map<std::string, Clock> clocks_;
+  std::vector<RangeClocks> clocks_;  // of the segments that corrected any
 
   // Shared with the workers, under mu_.
   std::mutex mu_;

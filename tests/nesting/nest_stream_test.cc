@@ -375,6 +375,47 @@ TEST(NestStreamTest, ACallWhoseReturnCameFirstIsNotCarried) {
   EXPECT_EQ(CountsOf(stream), CountsOf(mem)) << out;
 }
 
+// Each segment solves its clocks relative to its own first node and at its
+// own middle; the stream reports them on one reference per connected part
+// at the trace's middle, as the in-memory run does. EdgeTrace's requests,
+// 36 s of them, with clocks that drift by 10-40 ppm (0.7 ms at the ends),
+// in 10 segments: each clock the in-memory run reports, the stream reports
+// against the same node, to 20 us and 1 ppm. (Averaging the segments'
+// offsets as given put the cache about 70 us off.)
+TEST(NestStreamTest, SegmentsClocksAreReportedAsOneTracesClocks) {
+  TempDir dir;
+  const std::string t = dir.Write("edge.trace", EdgeTrace(12000).Text());
+  const std::string st = dir.File("skewed.trace");
+  std::string out;
+  ASSERT_EQ(RunCli("skewer " + t +
+                       " -q --offset db=0.0003 --drift db=40 --offset "
+                       "cache=-0.0002 --drift cache=-30 --offset web=0.0001 "
+                       "--drift web=10 -o " + st,
+                   &out),
+            0)
+      << out;
+  const nlohmann::json mem = Nest(st + " -q --search memory");
+  const nlohmann::json stream =
+      Nest(st + " --search stream --segment-messages 6600", &out);
+  ASSERT_EQ(Reported(out, " segments of 6600"), 10u) << out;
+  std::map<std::string, nlohmann::json> streamed;
+  for (const auto& c : stream["params"]["clock_offsets"]) {
+    streamed[c["node"]] = c;
+  }
+  const auto& clocks = mem["params"]["clock_offsets"];
+  ASSERT_FALSE(clocks.empty()) << mem["params"].dump(1);
+  for (const auto& c : clocks) {
+    ASSERT_EQ(streamed.count(c["node"]), 1u) << c["node"] << "\n" << out;
+    const nlohmann::json& s = streamed[c["node"]];
+    EXPECT_EQ(s["reference"], c["reference"]) << out;
+    EXPECT_NEAR(s["offset_s"].get<double>(), c["offset_s"].get<double>(),
+                20e-6)
+        << c["node"] << "\n" << out;
+    EXPECT_NEAR(s["drift_ppm"].get<double>(), c["drift_ppm"].get<double>(), 1)
+        << c["node"] << "\n" << out;
+  }
+}
+
 TEST(NestStreamTest, BadSearchFlagsAreRefused) {
   TempDir dir;
   const std::string t = dir.Write(

@@ -15,6 +15,7 @@
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
 #include "nesting/skew.h"
+#include "nesting/skew_estimation.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
 
@@ -289,6 +290,7 @@ TEST(NestingTest, AutomaticSkewNestsChildrenStampedBeforeTheirParents) {
   EXPECT_EQ(r->patterns[0].count, 50u);
   ASSERT_EQ(r->clock_offsets.size(), 1u);
   EXPECT_EQ(r->clock_offsets[0].node, "A");
+  EXPECT_EQ(r->clock_offsets[0].reference, "B");  // the first node named
   EXPECT_NEAR(r->clock_offsets[0].offset_s, 0.0008, 1e-9);
   EXPECT_EQ(r->clock_offsets[0].drift_ppm, 0.0);
   // Corrected, each child starts with its parent (a tie, which the order
@@ -547,6 +549,47 @@ void ExpectHiddenSkewFound(int fast) {
   // The first request or two may lack a parent that encloses it once
   // corrected; every other fast request nests.
   EXPECT_GE(p->count, static_cast<uint64_t>(fast - 20));
+}
+
+// Two time ranges of one trace (stream segments), each solved relative to
+// its own first node and stated at its own middle: A, B, C with B = +1 ms
+// and +10 ppm, C = -2 ms and -5 ppm against A at t = 100 s; the first range
+// (t = 50 s) is relative to A, the second (t = 150 s) to B. A separate
+// part X-Y is seen by the second range only. Merged at 100 s: A's clock is
+// the reference (equal weight, first by name) and each clock is exact.
+// Averaging the ranges' offsets as given would put B at -0.5 ms.
+TEST(NestingTest, RangesClocksAreMergedOnOneReferenceAtOneTime) {
+  const trace::TimeNs at = 100'000'000'000;
+  auto b_of_a = [](double t) { return 1e-3 + 10e-6 * (t - 100); };
+  auto c_of_a = [](double t) { return -2e-3 - 5e-6 * (t - 100); };
+  RangeClocks first{{{"B", b_of_a(50), 10, "A"}, {"C", c_of_a(50), -5, "A"}},
+                    50'000'000'000, 3};
+  RangeClocks second{{{"A", -b_of_a(150), -10, "B"},
+                      {"C", c_of_a(150) - b_of_a(150), -15, "B"},
+                      {"Y", 0.3e-3, 2, "X"}},
+                     150'000'000'000, 3};
+  const std::vector<NodeClockOffset> merged =
+      MergeRangeClocks({first, second}, at);
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].node, "B");
+  EXPECT_EQ(merged[0].reference, "A");
+  EXPECT_NEAR(merged[0].offset_s, 1e-3, 1e-12);
+  EXPECT_NEAR(merged[0].drift_ppm, 10, 1e-9);
+  EXPECT_EQ(merged[1].node, "C");
+  EXPECT_EQ(merged[1].reference, "A");
+  EXPECT_NEAR(merged[1].offset_s, -2e-3, 1e-12);
+  EXPECT_NEAR(merged[1].drift_ppm, -5, 1e-9);
+  EXPECT_EQ(merged[2].node, "Y");
+  EXPECT_EQ(merged[2].reference, "X");
+  EXPECT_NEAR(merged[2].offset_s, 0.3e-3 + 2e-6 * -50, 1e-12);
+  EXPECT_NEAR(merged[2].drift_ppm, 2, 1e-9);
+  // Ranges that disagree (noise) meet at their weighted mean: B read 1.2 ms
+  // at 100 s by a range of weight 3, 0.8 ms by one of weight 1, both
+  // relative to A.
+  const std::vector<NodeClockOffset> mean = MergeRangeClocks(
+      {{{{"B", 1.2e-3, 0, "A"}}, at, 3}, {{{"B", 0.8e-3, 0, "A"}}, at, 1}}, at);
+  ASSERT_EQ(mean.size(), 1u);
+  EXPECT_NEAR(mean[0].offset_s, 1.1e-3, 1e-12);
 }
 
 TEST(NestingTest, ASmallSkewHiddenByLongCallsIsFound) {
