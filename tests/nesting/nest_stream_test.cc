@@ -743,6 +743,31 @@ TEST(NestRanksTest, SeekingOrNotRankZeroHasTheResultOfOneProcess) {
 }
 
 #ifdef BBPROF_MPI
+// The segments' clocks cross from rank to rank with what they are relative
+// to and when they hold (MergeRangeClocks needs both): on the skewed trace
+// of SegmentsClocksAreReportedAsOneTracesClocks, two and three ranks give
+// rank 0 one process's result, clocks and all.
+TEST(NestRanksTest, RanksCarryTheSegmentsClocks) {
+  TempDir dir;
+  const std::string t = dir.Write("edge.trace", EdgeTrace(12000).Text());
+  const std::string st = dir.File("skewed.trace");
+  std::string out;
+  ASSERT_EQ(RunCli("skewer " + t +
+                       " -q --offset db=0.0003 --drift db=40 --offset "
+                       "cache=-0.0002 --drift cache=-30 -o " + st,
+                   &out),
+            0)
+      << out;
+  const RanksRun one = NestOnRanks(st, 1, false, 6600);
+  const nlohmann::json clocks =
+      nlohmann::json::parse(one.json)["params"]["clock_offsets"];
+  ASSERT_FALSE(clocks.empty()) << one.json.substr(0, 2000);
+  EXPECT_FALSE(clocks[0]["reference"].get<std::string>().empty());
+  for (int ranks : {2, 3}) {
+    EXPECT_EQ(NestOnRanks(st, ranks, false, 6600).json, one.json) << ranks;
+  }
+}
+
 // The MPI driver (nesting/mpi_driver.h): two and three ranks on this
 // machine, over loopback TCP only, give the bytes one process gives with
 // --search stream, segments or not; a bad trace fails on every rank with
