@@ -276,12 +276,7 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
   std::stable_sort(
       est.begin(), est.end(),
       [](const Estimate& a, const Estimate& b) { return a.width < b.width; });
-  std::vector<size_t> root(nodes);
-  std::iota(root.begin(), root.end(), size_t{0});
-  auto find = [&](size_t x) {
-    while (root[x] != x) x = root[x] = root[root[x]];
-    return x;
-  };
+  NodeParts joined(nodes);
   // Tree edges per node: the neighbour, and its clock minus this one's.
   struct Link {
     size_t to;
@@ -292,9 +287,8 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
   for (const Estimate& e : est) {
     const size_t a = e.caller, b = e.callee;
     if (a >= nodes || b >= nodes || a == b) continue;
-    const size_t ra = find(a), rb = find(b);
-    if (ra == rb) continue;
-    root[ra] = rb;
+    if (!joined.Join(static_cast<uint32_t>(a), static_cast<uint32_t>(b)))
+      continue;
     tree[a].push_back({b, e.d, e.drift});
     tree[b].push_back({a, -e.d, -e.drift});
   }

@@ -14,8 +14,11 @@
 #ifndef BBPROF_NESTING_SKEW_H_
 #define BBPROF_NESTING_SKEW_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "trace/record.h"
@@ -76,6 +79,35 @@ struct EdgeClockEvidence {
   // their only candidate: the bounds are read off these when an edge has
   // enough of them; the drift always comes from the lists above.
   std::vector<ClockSample> sure_child_starts, sure_parent_ends;
+};
+
+// Disjoint sets of nodes 0..n-1, each named by its lowest node: the node
+// every clock of a connected part is relative to (SolveClockOffsets roots
+// each spanning tree there), kept so when parts join over the rounds of
+// CorrectClocks and over the ranges of MergeRangeClocks.
+class NodeParts {
+ public:
+  explicit NodeParts(size_t n) : up_(n) {
+    for (size_t i = 0; i < n; ++i) up_[i] = static_cast<uint32_t>(i);
+  }
+  // From a forest where each node names a node of its part no higher
+  // than itself (a ClockCorrection's `root`).
+  explicit NodeParts(std::vector<uint32_t> up) : up_(std::move(up)) {}
+  uint32_t Find(uint32_t x) {
+    while (up_[x] != x) x = up_[x] = up_[up_[x]];
+    return x;
+  }
+  // Whether a and b were apart (now joined).
+  bool Join(uint32_t a, uint32_t b) {
+    a = Find(a);
+    b = Find(b);
+    if (a == b) return false;
+    up_[std::max(a, b)] = std::min(a, b);
+    return true;
+  }
+
+ private:
+  std::vector<uint32_t> up_;
 };
 
 // Per node, a clock that is `offset` ahead of the reference at time t0 and

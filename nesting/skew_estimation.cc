@@ -217,19 +217,15 @@ void ApplyClocks(const ClockCorrection& clocks, CallTable* table,
   // The rounds' parts joined: a part's first node is the first node of its
   // part in every round (a round's part lies within the union), so it
   // stays at 0 and the sums stay relative to it.
-  auto find = [&total](uint32_t x) {
-    while (total.root[x] != x) x = total.root[x] = total.root[total.root[x]];
-    return x;
-  };
+  NodeParts parts(std::move(total.root));
   for (size_t n = 0; n < n_nodes; ++n) {
     total.offset[n] += clocks.Offset(static_cast<NodeId>(n), total.t0);
     total.drift[n] += clocks.drift[n];
-    const uint32_t a = find(static_cast<uint32_t>(n));
-    const uint32_t b = find(clocks.root[n]);
-    if (a != b) total.root[std::max(a, b)] = std::min(a, b);
+    parts.Join(static_cast<uint32_t>(n), clocks.root[n]);
   }
+  total.root.resize(n_nodes);
   for (size_t n = 0; n < n_nodes; ++n) {
-    total.root[n] = find(static_cast<uint32_t>(n));
+    total.root[n] = parts.Find(static_cast<uint32_t>(n));
   }
   for (size_t i = 0; i < pairs.size(); ++i) {
     Pair& p = pairs[i];
@@ -366,18 +362,19 @@ void RestoreObservedTimes(CallTable* table, SkewState* state) {
 
 namespace {
 
-// Weighted least squares for per-node values x with x[fixed] = 0 from
-// equations x[a] - x[b] = v (weight w), by Gauss-Seidel sweeps: each node
-// takes the weighted mean its equations ask of it. The system is a
-// connected graph's Laplacian with one node pinned, so the sweeps converge;
-// when every equation has the fixed node as its b (every range used the
-// same reference) one sweep is exact.
+// Weighted least squares for per-node values x, 0 at the pinned nodes,
+// from equations x[a] - x[b] = v (weight w), by Gauss-Seidel sweeps: each
+// node takes the weighted mean its equations ask of it. Each connected part
+// is a graph's Laplacian with one node pinned, so the sweeps converge; when
+// every equation has a pinned node as its b (every range used the part's
+// reference) one sweep is exact.
 struct Difference {
   uint32_t a, b;
   double v, w;
 };
 std::vector<double> SolveDifferences(const std::vector<Difference>& eqs,
-                                     size_t n, uint32_t fixed) {
+                                     const std::vector<bool>& pinned) {
+  const size_t n = pinned.size();
   std::vector<double> x(n, 0.0);
   std::vector<std::vector<uint32_t>> touching(n);
   for (uint32_t i = 0; i < eqs.size(); ++i) {
@@ -388,7 +385,7 @@ std::vector<double> SolveDifferences(const std::vector<Difference>& eqs,
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     double moved = 0, scale = 0;
     for (uint32_t u = 0; u < n; ++u) {
-      if (u == fixed || touching[u].empty()) continue;
+      if (pinned[u] || touching[u].empty()) continue;
       double sum = 0, weight = 0;
       for (uint32_t i : touching[u]) {
         const Difference& e = eqs[i];
@@ -424,75 +421,50 @@ std::vector<NodeClockOffset> MergeRangeClocks(
     i = static_cast<uint32_t>(names.size());
     names.push_back(name);
   }
-  // Parts: nodes joined by some range's offset.
-  std::vector<uint32_t> part(n);
-  std::iota(part.begin(), part.end(), 0u);
-  auto find = [&part](uint32_t x) {
-    while (part[x] != x) x = part[x] = part[part[x]];
-    return x;
-  };
-  for (const RangeClocks& r : ranges) {
-    for (const NodeClockOffset& o : r.clocks) {
-      const uint32_t a = find(ids[o.node]), b = find(ids[o.reference]);
-      if (a != b) part[std::max(a, b)] = std::min(a, b);
-    }
-  }
-  // Each part's reference: the one the ranges leaned on most (a range
-  // counts once per reference it used).
+  // Parts: nodes joined by some range's offset. Each part's reference: the
+  // node the ranges leaned on most (a range counts once per reference it
+  // used; ids are in name order, so the first of equal weights wins).
+  NodeParts parts(n);
   std::vector<double> as_reference(n, 0.0);
   for (const RangeClocks& r : ranges) {
     std::set<uint32_t> used;
-    for (const NodeClockOffset& o : r.clocks) used.insert(ids[o.reference]);
+    for (const NodeClockOffset& o : r.clocks) {
+      parts.Join(ids[o.node], ids[o.reference]);
+      used.insert(ids[o.reference]);
+    }
     for (uint32_t u : used) as_reference[u] += r.weight;
   }
-  std::vector<int64_t> reference(n, -1);
+  std::vector<uint32_t> reference(n);
+  for (uint32_t u = 0; u < n; ++u) reference[u] = parts.Find(u);
   for (uint32_t u = 0; u < n; ++u) {
-    if (as_reference[u] == 0) continue;
-    int64_t& best = reference[find(u)];
-    // ids are in name order, so the first of equal weights wins ties.
-    if (best < 0 || as_reference[u] > as_reference[static_cast<size_t>(best)])
-      best = u;
+    uint32_t& best = reference[parts.Find(u)];
+    if (as_reference[u] > as_reference[best]) best = u;
   }
-  for (uint32_t u = 0; u < n; ++u) {
-    if (find(u) == u && reference[u] < 0) reference[u] = u;  // weightless
-  }
-  // One system per part would do the same as one system with every part's
-  // reference pinned; pinning several needs the solver to skip them all,
-  // so the parts are solved one at a time.
-  std::vector<double> drift(n, 0.0), offset(n, 0.0);
-  for (uint32_t root = 0; root < n; ++root) {
-    if (find(root) != root) continue;
-    const auto fixed = static_cast<uint32_t>(reference[root]);
-    std::vector<Difference> drifts;
-    for (const RangeClocks& r : ranges) {
-      for (const NodeClockOffset& o : r.clocks) {
-        if (find(ids[o.node]) != root) continue;
-        drifts.push_back({ids[o.node], ids[o.reference], o.drift_ppm, r.weight});
-      }
-    }
-    const std::vector<double> d = SolveDifferences(drifts, n, fixed);
-    std::vector<Difference> offsets;
-    for (const RangeClocks& r : ranges) {
-      for (const NodeClockOffset& o : r.clocks) {
-        if (find(ids[o.node]) != root) continue;
-        const uint32_t a = ids[o.node], b = ids[o.reference];
-        const double moved =
-            (d[a] - d[b]) * 1e-6 * trace::NsToSeconds(at - r.at);
-        offsets.push_back({a, b, o.offset_s + moved, r.weight});
-      }
-    }
-    const std::vector<double> x = SolveDifferences(offsets, n, fixed);
-    for (uint32_t u = 0; u < n; ++u) {
-      if (find(u) != root) continue;
-      drift[u] = d[u];
-      offset[u] = x[u];
+  std::vector<bool> pinned(n, false);
+  for (uint32_t u = 0; u < n; ++u) pinned[reference[parts.Find(u)]] = true;
+  // The drifts first; then each range's offsets moved to `at` by them.
+  std::vector<Difference> eqs;
+  for (const RangeClocks& r : ranges) {
+    for (const NodeClockOffset& o : r.clocks) {
+      eqs.push_back({ids[o.node], ids[o.reference], o.drift_ppm, r.weight});
     }
   }
+  const std::vector<double> drift = SolveDifferences(eqs, pinned);
+  eqs.clear();
+  for (const RangeClocks& r : ranges) {
+    for (const NodeClockOffset& o : r.clocks) {
+      const uint32_t a = ids[o.node], b = ids[o.reference];
+      const double moved =
+          (drift[a] - drift[b]) * 1e-6 * trace::NsToSeconds(at - r.at);
+      eqs.push_back({a, b, o.offset_s + moved, r.weight});
+    }
+  }
+  const std::vector<double> offset = SolveDifferences(eqs, pinned);
   std::vector<NodeClockOffset> merged;
   for (uint32_t u = 0; u < n; ++u) {
-    const auto ref = static_cast<uint32_t>(reference[find(u)]);
-    if (u == ref) continue;
-    merged.push_back({names[u], offset[u], drift[u], names[ref]});
+    if (pinned[u]) continue;
+    merged.push_back(
+        {names[u], offset[u], drift[u], names[reference[parts.Find(u)]]});
   }
   return merged;  // by name: ids are in name order
 }
