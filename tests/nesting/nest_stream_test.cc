@@ -375,6 +375,23 @@ TEST(NestStreamTest, ACallWhoseReturnCameFirstIsNotCarried) {
   EXPECT_EQ(CountsOf(stream), CountsOf(mem)) << out;
 }
 
+// EdgeTrace's requests, 36 s of them, with each message stamped by its
+// sender's clock: db +0.3 ms and +40 ppm, cache -0.2 ms and -30 ppm, web
+// +0.1 ms and +10 ppm (the clients' clock is true).
+std::string SkewedEdgeTrace(TempDir& dir) {
+  const std::string t = dir.Write("edge.trace", EdgeTrace(12000).Text());
+  const std::string st = dir.File("skewed.trace");
+  std::string out;
+  EXPECT_EQ(RunCli("skewer " + t +
+                       " -q --offset db=0.0003 --drift db=40 --offset "
+                       "cache=-0.0002 --drift cache=-30 --offset web=0.0001 "
+                       "--drift web=10 -o " + st,
+                   &out),
+            0)
+      << out;
+  return st;
+}
+
 // Each segment solves its clocks relative to its own first node and at its
 // own middle; the stream reports them on one reference per connected part
 // at the trace's middle, as the in-memory run does. EdgeTrace's requests,
@@ -384,16 +401,8 @@ TEST(NestStreamTest, ACallWhoseReturnCameFirstIsNotCarried) {
 // offsets as given put the cache about 70 us off.)
 TEST(NestStreamTest, SegmentsClocksAreReportedAsOneTracesClocks) {
   TempDir dir;
-  const std::string t = dir.Write("edge.trace", EdgeTrace(12000).Text());
-  const std::string st = dir.File("skewed.trace");
+  const std::string st = SkewedEdgeTrace(dir);
   std::string out;
-  ASSERT_EQ(RunCli("skewer " + t +
-                       " -q --offset db=0.0003 --drift db=40 --offset "
-                       "cache=-0.0002 --drift cache=-30 --offset web=0.0001 "
-                       "--drift web=10 -o " + st,
-                   &out),
-            0)
-      << out;
   const nlohmann::json mem = Nest(st + " -q --search memory");
   const nlohmann::json stream =
       Nest(st + " --search stream --segment-messages 6600", &out);
@@ -742,22 +751,13 @@ TEST(NestRanksTest, SeekingOrNotRankZeroHasTheResultOfOneProcess) {
       << run.reports[0].whole_read_why;
 }
 
-#ifdef BBPROF_MPI
 // The segments' clocks cross from rank to rank with what they are relative
 // to and when they hold (MergeRangeClocks needs both): on the skewed trace
 // of SegmentsClocksAreReportedAsOneTracesClocks, two and three ranks give
 // rank 0 one process's result, clocks and all.
 TEST(NestRanksTest, RanksCarryTheSegmentsClocks) {
   TempDir dir;
-  const std::string t = dir.Write("edge.trace", EdgeTrace(12000).Text());
-  const std::string st = dir.File("skewed.trace");
-  std::string out;
-  ASSERT_EQ(RunCli("skewer " + t +
-                       " -q --offset db=0.0003 --drift db=40 --offset "
-                       "cache=-0.0002 --drift cache=-30 -o " + st,
-                   &out),
-            0)
-      << out;
+  const std::string st = SkewedEdgeTrace(dir);
   const RanksRun one = NestOnRanks(st, 1, false, 6600);
   const nlohmann::json clocks =
       nlohmann::json::parse(one.json)["params"]["clock_offsets"];
@@ -768,6 +768,7 @@ TEST(NestRanksTest, RanksCarryTheSegmentsClocks) {
   }
 }
 
+#ifdef BBPROF_MPI
 // The MPI driver (nesting/mpi_driver.h): two and three ranks on this
 // machine, over loopback TCP only, give the bytes one process gives with
 // --search stream, segments or not; a bad trace fails on every rank with
