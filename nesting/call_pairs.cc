@@ -57,7 +57,7 @@ Status CallPairer::Add(const trace::Record& rec) {
                          ": more than 4 billion calls; split the trace");
   }
   if (rec.kind == Kind::kCall) {
-    trace::PendingCallKey(rec.sender, rec.receiver, rec, &key_);
+    key_.Set(rec.sender, rec.receiver, rec);
     Pair p;
     p.call = rec.ts_ns;
     p.caller = rec.sender;
@@ -98,7 +98,7 @@ Status CallPairer::Add(const trace::Record& rec) {
     return Status::Ok();
   }
   // A return travels callee -> caller.
-  trace::PendingCallKey(rec.receiver, rec.sender, rec, &key_);
+  key_.Set(rec.receiver, rec.sender, rec);
   uint32_t idx;
   if (!open_.Take(key_, &idx)) {
     if (w_ > 0) {

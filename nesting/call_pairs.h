@@ -78,7 +78,7 @@ class CallPairer {
   bool first_ = true;
   bool any_pathid_ = false;
   trace::TimeNs first_ts_ = 0, last_ts_ = 0;
-  std::string key_;
+  trace::PendingCallKey key_;
 };
 
 // Beyond the paper: external clients fold into groups (client_folding.h),

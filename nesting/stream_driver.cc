@@ -145,7 +145,7 @@ class OpenCalls {
     if (rec.kind == trace::Kind::kMessage) return;
     if (rec.kind == trace::Kind::kCall) {
       if (w_ > 0 && rec.ts_ns - first_ts_ < w_) return;  // see above
-      trace::PendingCallKey(rec.sender, rec.receiver, rec, &key_);
+      key_.Set(rec.sender, rec.receiver, rec);
       if (w_ > 0 && early_->size() > 0) {
         Expire(rec.ts_ns);
         TimeNs ret;
@@ -169,7 +169,7 @@ class OpenCalls {
       if (open_->Add(key_, i, &evicted)) free_.push_back(evicted);
       return;
     }
-    trace::PendingCallKey(rec.receiver, rec.sender, rec, &key_);
+    key_.Set(rec.receiver, rec.sender, rec);
     uint32_t i;
     if (open_->Take(key_, &i)) {
       free_.push_back(i);
@@ -221,7 +221,7 @@ class OpenCalls {
   std::unique_ptr<trace::PendingCalls<TimeNs>> early_;
   std::vector<Call> calls_;
   std::vector<uint32_t> free_;
-  std::string key_;
+  trace::PendingCallKey key_;
   bool fresh_ = true;  // nothing fed since Reset
   TimeNs first_ts_ = 0;
 };

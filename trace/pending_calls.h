@@ -16,15 +16,17 @@
 // with the wrong call.
 //
 // Memory per pending call is one node of 20-24 bytes in a pool plus, per
-// distinct key, one 48-byte entry and two to four 8-byte slots of the key
+// distinct key, one 64-byte entry and two to eight 8-byte slots of the key
 // table: a key's queue is a list threaded through the pool, so a key
 // pending once costs no queue of its own (a std::deque per key cost over
 // 600 bytes).
 #ifndef BBPROF_TRACE_PENDING_CALLS_H_
 #define BBPROF_TRACE_PENDING_CALLS_H_
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,28 +41,55 @@ namespace bbprof::trace {
 // trace, and bounds their memory at about 100 MB.
 inline constexpr uint64_t kDefaultMaxPendingCalls = 1'000'000;
 
-// Writes the pairing key of a call from `caller` to `callee` with `rec`'s
-// callid (its number or its text, whichever form the reader gave) to `key`.
-// A number takes only its significant bytes, after a tag byte that counts
-// them (0-8; text's tag is '=', 61): a callid below 2^48 makes a key of at
-// most 15 bytes, which std::string holds without a heap allocation, and
-// the encoding stays one-to-one.
-inline void PendingCallKey(NodeId caller, NodeId callee, const Record& rec,
-                           std::string* key) {
-  key->assign(reinterpret_cast<const char*>(&caller), sizeof caller);
-  key->append(reinterpret_cast<const char*>(&callee), sizeof callee);
-  if (rec.callid_is_number) {
-    char bytes[sizeof rec.callid_number];
-    size_t n = 0;
-    for (uint64_t v = rec.callid_number; v != 0; v >>= 8)
-      bytes[n++] = static_cast<char>(v & 0xFF);
-    key->push_back(static_cast<char>(n));
-    key->append(bytes, n);
-  } else {
-    key->push_back('=');
-    key->append(rec.callid);
+// The pairing key of a call from `caller` to `callee` with a record's
+// callid (its number or its text, whichever form the reader gave). A number
+// takes only its significant bytes, after a tag byte that counts them (0-8;
+// text's tag is '=', 61), so the encoding stays one-to-one. A numeric key
+// (at most 17 bytes) is built in place: pairing builds a key per call and
+// return, and building it in a std::string (assign, append, push_back) was
+// a third of the pairer's work in nest's profile (docs/benchmarks.md,
+// "Pairing keys built in place").
+class PendingCallKey {
+ public:
+  PendingCallKey() = default;
+  PendingCallKey(NodeId caller, NodeId callee, const Record& rec) {
+    Set(caller, callee, rec);
   }
-}
+  // The view points into the object itself.
+  PendingCallKey(const PendingCallKey&) = delete;
+  PendingCallKey& operator=(const PendingCallKey&) = delete;
+  void Set(NodeId caller, NodeId callee, const Record& rec) {
+    if (rec.callid_is_number) {
+      std::memcpy(small_, &caller, sizeof caller);
+      std::memcpy(small_ + 4, &callee, sizeof callee);
+      const uint64_t v = rec.callid_number;
+      const size_t n = static_cast<size_t>(std::bit_width(v) + 7) / 8;
+      small_[8] = static_cast<char>(n);
+      // Its significant bytes, low first (the buffer has room for all 8).
+      if constexpr (std::endian::native == std::endian::little) {
+        std::memcpy(small_ + 9, &v, sizeof v);
+      } else {
+        for (size_t i = 0; i < n; ++i) {
+          small_[9 + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+        }
+      }
+      view_ = {small_, 9 + n};
+      return;
+    }
+    text_.assign(reinterpret_cast<const char*>(&caller), sizeof caller);
+    text_.append(reinterpret_cast<const char*>(&callee), sizeof callee);
+    text_.push_back('=');
+    text_.append(rec.callid);
+    view_ = text_;
+  }
+  std::string_view view() const { return view_; }
+  operator std::string_view() const { return view_; }
+
+ private:
+  char small_[4 + 4 + 1 + 8] = {};
+  std::string text_;  // a textual callid's key
+  std::string_view view_;
+};
 
 // The hash of PendingCalls' keys: a multiply-and-fold over 8-byte words.
 // Keys are short (9-15 bytes for numeric callids) and hashed once per
@@ -79,7 +108,13 @@ struct PendingKeyHash {
       h ^= h >> 31;
     }
     uint64_t w = 0;
-    std::memcpy(&w, p, n);
+    if (n > 0 && s.size() >= 8) {
+      // The last 8 bytes, overlapping words already mixed: a load of fixed
+      // size, where one of n bytes was a call into memcpy.
+      std::memcpy(&w, s.data() + s.size() - 8, 8);
+    } else {
+      std::memcpy(&w, p, n);
+    }
     h = (h ^ w) * 0x94D049BB133111EBULL;
     return static_cast<size_t>(h ^ (h >> 29));
   }
@@ -155,13 +190,36 @@ class PendingCalls {
     uint32_t head = kNil, tail = kNil;
   };
   // A key with calls pending, or (queue empty) a free entry on the free
-  // list, its string's buffer kept for the next key.
+  // list. A key of at most kInlineKey bytes (every numeric callid's, a
+  // text callid's up to 15 characters) is held in the entry itself, a
+  // longer one in a buffer the entry keeps for the next long key: a
+  // std::string's assign was a tenth of pairing's work.
+  static constexpr size_t kInlineKey = 24;
   struct Entry {
-    std::string key;
+    char inline_key[kInlineKey];
+    std::unique_ptr<char[]> long_key;
+    uint32_t len = 0, long_capacity = 0;
     uint64_t hash = 0;
     Queue queue;
     uint32_t next_free = kNil;
+
+    const char* data() const {
+      return len <= kInlineKey ? inline_key : long_key.get();
+    }
+    bool Holds(std::string_view key) const {
+      return key.size() == len && std::memcmp(data(), key.data(), len) == 0;
+    }
+    void Store(std::string_view key) {
+      len = static_cast<uint32_t>(key.size());
+      if (len > kInlineKey && len > long_capacity) {
+        long_key = std::make_unique<char[]>(len);
+        long_capacity = len;
+      }
+      std::memcpy(len <= kInlineKey ? inline_key : long_key.get(),
+                  key.data(), len);
+    }
   };
+  static_assert(sizeof(Entry) <= 64, "an entry per distinct pending key");
   struct Node {
     V value{};
     uint32_t next_same_key = kNil;        // this key's queue, oldest first
@@ -171,14 +229,20 @@ class PendingCalls {
 
   // The key table: open addressing with linear probing over slots that
   // hold an entry's number (low half) and its hash's high half (a filter
-  // before the string compare); kEmpty ends a probe, kTomb (a key whose
-  // calls were all taken) does not. Entries never move, so a node names
-  // its key by number. A std::unordered_map here allocated a node per key
-  // and chased a pointer per lookup, once per message of the trace.
+  // before the key compare); kEmpty ends a probe. A key whose calls were
+  // all taken leaves its slot by backward shifting (the slots after it
+  // that may move closer to their home move back), so no tombstones pile
+  // up: every call and its return add a key and take it away again, and
+  // tombstones made the table rehash every few dozen calls. Entries never
+  // move, so a node names its key by number. A std::unordered_map here
+  // allocated a node per key and chased a pointer per lookup, once per
+  // message of the trace.
   static constexpr uint64_t kEmpty = ~uint64_t{0};
-  static constexpr uint64_t kTomb = ~uint64_t{0} - 1;
   static uint64_t Slot(uint64_t hash, uint32_t e) {
     return (hash >> 32) << 32 | e;
+  }
+  size_t Home(uint64_t slot) const {
+    return entries_[static_cast<uint32_t>(slot)].hash & mask_;
   }
 
   uint32_t FindKey(std::string_view key, uint64_t hash) const {
@@ -186,68 +250,68 @@ class PendingCalls {
     for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
       const uint64_t s = slots_[i];
       if (s == kEmpty) return kNil;
-      if (s != kTomb && s >> 32 == hash >> 32) {
+      if (s >> 32 == hash >> 32) {
         const auto e = static_cast<uint32_t>(s);
-        if (entries_[e].key == key) return e;
+        if (entries_[e].Holds(key)) return e;
       }
     }
   }
 
   uint32_t InsertKey(std::string_view key, uint64_t hash) {
-    if ((live_ + tombs_ + 1) * 2 > slots_.size()) Rehash();
-    size_t at = slots_.size();  // the first tombstone on the way, if any
+    if ((live_ + 1) * 2 > slots_.size()) Rehash();
     size_t i = hash & mask_;
     for (;; i = (i + 1) & mask_) {
       const uint64_t s = slots_[i];
       if (s == kEmpty) break;
-      if (s == kTomb) {
-        if (at == slots_.size()) at = i;
-      } else if (s >> 32 == hash >> 32) {
+      if (s >> 32 == hash >> 32) {
         const auto e = static_cast<uint32_t>(s);
-        if (entries_[e].key == key) return e;
+        if (entries_[e].Holds(key)) return e;
       }
     }
-    if (at == slots_.size()) {
-      at = i;
-    } else {
-      --tombs_;
-    }
     const uint32_t e = Claim(entries_, &free_entry_, &Entry::next_free);
-    entries_[e].key.assign(key);
+    entries_[e].Store(key);
     entries_[e].hash = hash;
     entries_[e].queue = Queue{};
-    slots_[at] = Slot(hash, e);
+    slots_[i] = Slot(hash, e);
     ++live_;
     return e;
   }
 
   void EraseKey(uint32_t e) {
     const uint64_t slot = Slot(entries_[e].hash, e);
-    for (size_t i = entries_[e].hash & mask_;; i = (i + 1) & mask_) {
-      if (slots_[i] == slot) {
-        slots_[i] = kTomb;
-        break;
-      }
+    size_t i = entries_[e].hash & mask_;
+    while (slots_[i] != slot) i = (i + 1) & mask_;
+    // Backward shift: a later slot of the run moves into the hole unless
+    // its home lies cyclically in (hole, slot], where the hole would break
+    // its probe.
+    for (size_t j = (i + 1) & mask_; slots_[j] != kEmpty; j = (j + 1) & mask_) {
+      const size_t home = Home(slots_[j]);
+      const bool stays = i <= j ? (i < home && home <= j)
+                                : (i < home || home <= j);
+      if (stays) continue;
+      slots_[i] = slots_[j];
+      i = j;
     }
+    slots_[i] = kEmpty;
     --live_;
-    ++tombs_;
     entries_[e].next_free = free_entry_;
     free_entry_ = e;
+    // A burst of calls gone: the table shrinks back (at most a quarter
+    // full after), with room between the two bounds so that it does not
+    // resize back and forth.
+    if (slots_.size() > 1024 && live_ * 16 < slots_.size()) Rehash();
   }
 
-  // To at least four slots a live key (at most half full after), which
-  // also clears the tombstones.
+  // To four to eight slots a live key (at least 16).
   void Rehash() {
     size_t cap = 16;
     while (cap < 4 * (live_ + 1)) cap *= 2;
     std::vector<uint64_t> old = std::move(slots_);
     slots_.assign(cap, kEmpty);
     mask_ = cap - 1;
-    tombs_ = 0;
     for (uint64_t s : old) {
-      if (s == kEmpty || s == kTomb) continue;
-      const uint64_t hash = entries_[static_cast<uint32_t>(s)].hash;
-      size_t i = hash & mask_;
+      if (s == kEmpty) continue;
+      size_t i = Home(s);
       while (slots_[i] != kEmpty) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -292,7 +356,7 @@ class PendingCalls {
   uint64_t limit_;
   std::vector<uint64_t> slots_;
   size_t mask_ = 0;
-  uint64_t live_ = 0, tombs_ = 0;
+  uint64_t live_ = 0;
   std::vector<Entry> entries_;
   uint32_t free_entry_ = kNil;
   // A pool: nodes of answered calls are reused, so the pool's size is the

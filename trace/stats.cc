@@ -29,7 +29,7 @@ Result<TraceStats> ComputeStats(TraceReader& reader,
   PendingCalls<TimeNs> open(options.max_pending_calls);
   std::vector<NodeStats> nodes;
   std::unordered_map<uint64_t, EdgeStats> edges;
-  std::string key;
+  PendingCallKey key;
   Progress progress("stats", FileSizeOrZero(reader.path()), false);
   Record rec;
   while (reader.Next(rec)) {
@@ -47,7 +47,7 @@ Result<TraceStats> ComputeStats(TraceReader& reader,
       case Kind::kCall: {
         ++s.calls;
         ++e.calls;
-        PendingCallKey(rec.sender, rec.receiver, rec, &key);
+        key.Set(rec.sender, rec.receiver, rec);
         TimeNs evicted;
         if (open.Add(key, rec.ts_ns, &evicted) && open.evictions() == 1 &&
             options.on_limit) {
@@ -62,7 +62,7 @@ Result<TraceStats> ComputeStats(TraceReader& reader,
         ++s.returns;
         ++e.returns;
         // A return travels back: its key is its call's.
-        PendingCallKey(rec.receiver, rec.sender, rec, &key);
+        key.Set(rec.receiver, rec.sender, rec);
         TimeNs call_ts;
         if (!open.Take(key, &call_ts)) {
           ++s.returns_without_call;

@@ -25,9 +25,7 @@ using bbprof::testing::TempDir;
 std::string Key(NodeId a, NodeId b, std::string_view callid) {
   Record r;
   r.callid = callid;
-  std::string k;
-  PendingCallKey(a, b, r, &k);
-  return k;
+  return std::string(PendingCallKey(a, b, r).view());
 }
 
 TEST(PendingCallsTest, RepeatedKeysAreFirstInFirstOut) {
@@ -48,9 +46,8 @@ TEST(PendingCallsTest, NumericAndTextCallidsAreDifferentKeys) {
   Record r;
   r.callid_is_number = true;
   r.callid_number = 0x3d3d;  // the bytes of "==" would collide if untagged
-  std::string numeric, text = Key(1, 2, "==");
-  PendingCallKey(1, 2, r, &numeric);
-  EXPECT_NE(numeric, text);
+  const std::string numeric(PendingCallKey(1, 2, r).view());
+  EXPECT_NE(numeric, Key(1, 2, "=="));
 }
 
 // A numeric callid keeps only its significant bytes: keys stay short enough
@@ -64,8 +61,7 @@ TEST(PendingCallsTest, NumericKeysAreShortAndDistinct) {
     Record r;
     r.callid_is_number = true;
     r.callid_number = v;
-    std::string k;
-    PendingCallKey(1, 2, r, &k);
+    const std::string k(PendingCallKey(1, 2, r).view());
     if (v < (uint64_t{1} << 48)) {
       EXPECT_LE(k.size(), 15u) << v;
     }
@@ -79,9 +75,32 @@ TEST(PendingCallsTest, NumericKeysAreShortAndDistinct) {
   EXPECT_TRUE(keys.insert(Key(1, 3, "1")).second);
 }
 
+// The bytes themselves: caller, callee, the count of significant bytes,
+// then those bytes low first; and one key object reused for numbers and
+// text (as the pairer reuses it per record) gives what a fresh one gives.
+TEST(PendingCallsTest, KeyBytesAndReuse) {
+  Record num;
+  num.callid_is_number = true;
+  num.callid_number = 0x0A0B0C;
+  const std::string want("\x07\0\0\0\x09\0\0\0\x03\x0C\x0B\x0A", 12);
+  PendingCallKey k(7, 9, num);
+  EXPECT_EQ(k.view(), want);
+  Record text;
+  text.callid = "q17";
+  k.Set(7, 9, text);
+  EXPECT_EQ(k.view(), Key(7, 9, "q17"));
+  EXPECT_EQ(k.view(), std::string("\x07\0\0\0\x09\0\0\0=q17", 12));
+  k.Set(7, 9, num);
+  EXPECT_EQ(k.view(), want);
+  num.callid_number = 0;
+  k.Set(7, 9, num);
+  EXPECT_EQ(k.view(), std::string("\x07\0\0\0\x09\0\0\0\0", 9));
+}
+
 // The key table under churn (keys added and emptied again and again:
-// tombstones, rehashing, reused entries), against a plain model: per key a
-// FIFO, and every call in age order, the oldest evicted past the limit.
+// backward shifts, growing and shrinking, reused entries and long-key
+// buffers), against a plain model: per key a FIFO, and every call in age
+// order, the oldest evicted past the limit.
 TEST(PendingCallsTest, ManyKeysComingAndGoingMatchAPlainModel) {
   for (uint64_t limit : {uint64_t{0}, uint64_t{50}}) {
     PendingCalls<int> p(limit);
@@ -101,13 +120,21 @@ TEST(PendingCallsTest, ManyKeysComingAndGoingMatchAPlainModel) {
         }
       }
     };
-    for (int step = 0; step < 200000; ++step) {
-      // Small key space (repeats) early, a large one later (growth).
+    for (int step = 0; step < 300000; ++step) {
+      // Small key space (repeats) early, a large one later (growth), then
+      // few calls and many returns (the table shrinks back). From the
+      // second phase on, every third callid is longer than an entry holds
+      // in itself, of lengths that vary (its buffer is reused).
       const int space = step < 100000 ? 40 : 5000;
-      const std::string key = Key(
-          1, 2, std::to_string(std::uniform_int_distribution<>(0, space)(rng)));
+      const int adds = step < 200000 ? 5 : 2;
+      const int id = std::uniform_int_distribution<>(0, space)(rng);
+      std::string callid = std::to_string(id);
+      if (step >= 100000 && id % 3 == 0) {
+        callid += std::string(static_cast<size_t>(10 + id % 40), 'x');
+      }
+      const std::string key = Key(1, 2, callid);
       const int op = std::uniform_int_distribution<>(0, 9)(rng);
-      if (op < 5) {
+      if (op < adds) {
         int evicted = -1;
         const bool out = p.Add(key, step, &evicted);
         queues[key].push_back(step);
