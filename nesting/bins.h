@@ -136,6 +136,16 @@ class GaussianSmoother {
   double sum_ = 0;
 };
 
+// splitmix64's finaliser: the hash that the timeline passes' gap and set
+// keys, step 5's shapes and the request export's keys are mixed with.
+inline uint64_t Mix64(uint64_t h) {
+  h ^= h >> 30;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 27;
+  h *= 0x94D049BB133111EBULL;
+  return h ^ (h >> 31);
+}
+
 // A read-only map from 64-bit keys to small values, built once per
 // timeline pass and looked up tens of millions of times: open addressing
 // with linear probing in one array, so a lookup is one or two cache lines

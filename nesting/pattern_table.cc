@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "nesting/bins.h"
 #include "nesting/intervals.h"
 #include "nesting/workers.h"
 #include "trace/timestamp.h"
@@ -69,11 +70,91 @@ class PatternBuilder {
   // An instance tree node during path building.
   struct InstNode {
     uint32_t pair;
-    std::string key;  // canonical shape key of the subtree
+    uint32_t shape;  // its subtree's, in the part's ShapeTable
     std::vector<InstNode> children;
   };
 
-  Status BuildInstance(uint32_t idx, int depth, InstNode* out) {
+  // The shapes of the subtrees one part of the first pass meets, interned.
+  // A shape is its call's node, its op (grouped by op) and its children's
+  // shapes in canonical order; each distinct one gets a number and, once,
+  // its canonical key (`node[op](child,child)`), which names the pattern.
+  // Building each instance's key as a string, node by node, and comparing
+  // keys to sort siblings was a third of step 5 on the 2 M trace; now an
+  // instance costs a lookup of a few numbers per call, and strings are
+  // written and compared only for shapes, not instances.
+  class ShapeTable {
+   public:
+    ShapeTable(const PatternBuilder& b) : b_(b) {}
+
+    uint32_t Intern(uint32_t node, uint32_t op,
+                    const std::vector<InstNode>& kids) {
+      uint64_t h = Mix64((uint64_t{node} << 32 | op) ^ kids.size());
+      for (const InstNode& k : kids) h = Mix64(h ^ k.shape);
+      const auto [bucket, fresh] = by_hash_.Insert(h);
+      if (fresh) {
+        head_.push_back(kNone);
+      } else {
+        for (uint32_t s = head_[bucket]; s != kNone; s = next_[s]) {
+          if (Same(s, node, op, kids)) return s;
+        }
+      }
+      const auto s = static_cast<uint32_t>(keys_.size());
+      next_.push_back(head_[bucket]);
+      head_[bucket] = s;
+      at_.push_back(static_cast<uint32_t>(seq_.size()));
+      seq_.insert(seq_.end(),
+                  {node, op, static_cast<uint32_t>(kids.size())});
+      std::string key = b_.names_[node];
+      if (b_.group_by_op_) AppendOp(b_.op_names_[op], &key);
+      if (!kids.empty()) {
+        key += '(';
+        for (size_t i = 0; i < kids.size(); ++i) {
+          seq_.push_back(kids[i].shape);
+          if (i) key += ',';
+          key += keys_[kids[i].shape];
+        }
+        key += ')';
+      }
+      keys_.push_back(std::move(key));
+      return s;
+    }
+    const std::string& key(uint32_t shape) const { return keys_[shape]; }
+
+    // The canonical order of siblings: by key, then by call time. Equal
+    // shapes have equal keys; unequal ones almost always unequal keys
+    // (only node names holding the key's punctuation can make two alike),
+    // and are then ordered by call time, as the keys alone would order
+    // them.
+    bool Before(const InstNode& a, const InstNode& b) const {
+      if (a.shape != b.shape) {
+        const int c = keys_[a.shape].compare(keys_[b.shape]);
+        if (c != 0) return c < 0;
+      }
+      return b_.pairs_[a.pair].call < b_.pairs_[b.pair].call;
+    }
+
+   private:
+    bool Same(uint32_t s, uint32_t node, uint32_t op,
+              const std::vector<InstNode>& kids) const {
+      const uint32_t* q = seq_.data() + at_[s];
+      if (q[0] != node || q[1] != op || q[2] != kids.size()) return false;
+      for (size_t i = 0; i < kids.size(); ++i) {
+        if (q[3 + i] != kids[i].shape) return false;
+      }
+      return true;
+    }
+
+    const PatternBuilder& b_;
+    KeyIndex by_hash_;            // a shape's hash -> its bucket
+    std::vector<uint32_t> head_;  // bucket -> its latest shape
+    std::vector<uint32_t> next_;  // shape -> the bucket's previous one
+    std::vector<uint32_t> at_;    // shape -> its sequence in seq_
+    std::vector<uint32_t> seq_;   // (node, op, n, n child shapes) a shape
+    std::vector<std::string> keys_;
+  };
+
+  Status BuildInstance(uint32_t idx, int depth, ShapeTable* shapes,
+                       InstNode* out) {
     if (depth > kMaxDepth) {
       return Status::Error(stats_.path + ": causal chain deeper than " +
                            std::to_string(kMaxDepth) +
@@ -84,25 +165,16 @@ class PatternBuilder {
     for (uint32_t s = p.first_child; s != kNone; s = pairs_[s].next_sibling) {
       out->children.emplace_back();
       BBPROF_RETURN_IF_ERROR(
-          BuildInstance(s, depth + 1, &out->children.back()));
+          BuildInstance(s, depth + 1, shapes, &out->children.back()));
     }
     // Canonical order: by shape key, then by call time, so that two
     // instances of one pattern line up child for child.
     std::sort(out->children.begin(), out->children.end(),
               [&](const InstNode& a, const InstNode& b) {
-                if (a.key != b.key) return a.key < b.key;
-                return pairs_[a.pair].call < pairs_[b.pair].call;
+                return shapes->Before(a, b);
               });
-    out->key = names_[p.callee];
-    if (group_by_op_) AppendOp(op_names_[table_.OpOf(idx)], &out->key);
-    if (!out->children.empty()) {
-      out->key += '(';
-      for (size_t i = 0; i < out->children.size(); ++i) {
-        if (i) out->key += ',';
-        out->key += out->children[i].key;
-      }
-      out->key += ')';
-    }
+    out->shape = shapes->Intern(p.callee, group_by_op_ ? table_.OpOf(idx) : 0,
+                                out->children);
     return Status::Ok();
   }
 
@@ -236,7 +308,6 @@ class PatternBuilder {
     root_pattern_.assign(pairs_.size(), kNone);
     const TimeNs bucket = TimelineBucket();
     struct alignas(64) Shapes {
-      std::unordered_map<std::string, uint32_t> index;
       std::vector<std::string> sigs;  // by local id, first seen first
       std::vector<uint32_t> first;    // the root each was first seen at
       std::vector<uint64_t> weight;   // calls in its instances
@@ -255,6 +326,8 @@ class PatternBuilder {
     };
     RunParts(parts, [&](int part) {
       Shapes& sh = shapes[part];
+      ShapeTable table(*this);
+      KeyIndex patterns_met;  // (caller, root shape) -> local id
       const auto [begin, end] = range(part);
       for (uint32_t i = begin; i < end; ++i) {
         const Pair& p = pairs_[i];
@@ -264,23 +337,24 @@ class PatternBuilder {
           continue;
         }
         InstNode inst;
-        sh.status = BuildInstance(i, 0, &inst);
+        sh.status = BuildInstance(i, 0, &table, &inst);
         if (!sh.status.ok()) return;
-        std::string sig = names_[p.caller] + "->" + inst.key;
-        auto [it, inserted] = sh.index.try_emplace(
-            std::move(sig), static_cast<uint32_t>(sh.sigs.size()));
+        // Two local ids may share a signature (node names holding "->"):
+        // the merge below joins patterns by signature.
+        const auto [local, inserted] =
+            patterns_met.Insert(uint64_t{p.caller} << 32 | inst.shape);
         if (inserted) {
-          sh.sigs.push_back(it->first);
+          sh.sigs.push_back(names_[p.caller] + "->" + table.key(inst.shape));
           sh.first.push_back(i);
           sh.weight.push_back(0);
         }
-        root_pattern_[i] = it->second;
+        root_pattern_[i] = local;
         const size_t at = sh.flat.size();
         sh.flat.push_back(0);
         Flatten(inst, &sh.flat);
         const auto size = static_cast<uint32_t>(sh.flat.size() - at - 1);
         sh.flat[at] = size;
-        sh.weight[it->second] += size;
+        sh.weight[local] += size;
       }
     });
     std::unordered_map<std::string, size_t> index;

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "base/progress.h"
+#include "nesting/bins.h"
 #include "nesting/output.h"
 #include "trace/byte_stream.h"
 
@@ -24,16 +25,8 @@ namespace bbprof::nesting {
 
 namespace {
 
-// FNV-1a over the bytes, then the splitmix64 finaliser so that nearby
-// inputs (consecutive timestamps) spread over the whole range.
-uint64_t Mix(uint64_t h) {
-  h ^= h >> 30;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 27;
-  h *= 0x94D049BB133111EBULL;
-  h ^= h >> 31;
-  return h;
-}
+// FNV-1a over the bytes, then the splitmix64 finaliser (Mix64, bins.h) so
+// that nearby inputs (consecutive timestamps) spread over the whole range.
 uint64_t HashBytes(uint64_t h, std::string_view s) {
   for (unsigned char c : s) {
     h ^= c;
@@ -686,7 +679,7 @@ Status ForEachRequest(const DetailedResult& d, Want&& want, Visit&& visit) {
     h = HashBytes(HashInt(h, 0xFF), d.node_names[c.callee]);
     h = HashBytes(HashInt(h, static_cast<uint64_t>(c.call_ns)),
                   d.labels.callids[i]);
-    req.trace_id = {Mix(h ^ 0x5851F42D4C957F2DULL), Mix(h)};
+    req.trace_id = {Mix64(h ^ 0x5851F42D4C957F2DULL), Mix64(h)};
     req.calls.clear();
     stack.assign(1, {i, -1});
     while (!stack.empty()) {
@@ -696,7 +689,7 @@ Status ForEachRequest(const DetailedResult& d, Want&& want, Visit&& visit) {
       const CallInfo& cc = calls[call];
       uint64_t sh = HashInt(req.trace_id.lo, static_cast<uint64_t>(pos));
       sh = HashInt(HashInt(sh, static_cast<uint64_t>(cc.call_ns)), cc.callee);
-      sh = Mix(HashBytes(sh, d.labels.callids[call]));
+      sh = Mix64(HashBytes(sh, d.labels.callids[call]));
       req.calls.push_back({call, parent, sh == 0 ? 1 : sh});
       // Pushed in reverse so that children come out in call order.
       for (uint32_t k = first[call + 1]; k > first[call]; --k) {

@@ -172,13 +172,6 @@ class TimelineModel {
     return (uint64_t{parent_edge} << (2 * kEdgeBits)) |
            (uint64_t{from} << kEdgeBits) | to;
   }
-  static uint64_t Mix(uint64_t h) {  // splitmix64's finaliser
-    h ^= h >> 30;
-    h *= 0xBF58476D1CE4E5B9ULL;
-    h ^= h >> 27;
-    h *= 0x94D049BB133111EBULL;
-    return h ^ (h >> 31);
-  }
 
   // Numbers every (caller, callee) edge and marks the nodes that make
   // calls. False when there are too many edges for the gap keys (then the
@@ -268,8 +261,8 @@ class TimelineModel {
     {
       // The multiset of edges called after the return, like an anchor's.
       std::sort(after.begin(), after.end());
-      uint64_t h = Mix(GapKey(pe, kAfterReturn, kReturn) ^ 0x5E75ULL);
-      for (uint32_t e : after) h = Mix(h ^ e);
+      uint64_t h = Mix64(GapKey(pe, kAfterReturn, kReturn) ^ 0x5E75ULL);
+      for (uint32_t e : after) h = Mix64(h ^ e);
       set(GapKey(pe, kAfterReturn, kReturn), h);
     }
     std::sort(kids.begin(), kids.end(), [](const Kid& a, const Kid& b) {
@@ -315,9 +308,9 @@ class TimelineModel {
     size_t s = 0;
     for (int a = -1; a < n; ++a) {
       const uint32_t from = a < 0 ? kArrival : kids[a].edge;
-      uint64_t h = Mix(GapKey(pe, from, kReturn) ^ 0x5E75ULL);
+      uint64_t h = Mix64(GapKey(pe, from, kReturn) ^ 0x5E75ULL);
       for (; s < spawned.size() && spawned[s].first == a; ++s) {
-        h = Mix(h ^ spawned[s].second);
+        h = Mix64(h ^ spawned[s].second);
       }
       set(GapKey(pe, from, kReturn), h);
     }

@@ -701,6 +701,32 @@ TEST(NestingTest, CallWithALostReturnKeepsItsChildren) {
   EXPECT_EQ(Find(*p, "A->B"), nullptr);
 }
 
+// A pattern is named by its shape's text, and two different trees can
+// spell the same text: node names may hold "->" (the trace format forbids
+// only "( ) , ;" and whitespace), and a node named `x[op]` spells what node
+// `x` with op `op` does. Such trees are one pattern, on any threads (step
+// 5 numbers shapes per thread, and joins them by their text).
+TEST(NestingTest, TreesThatSpellOneShapeAreOnePattern) {
+  const std::string text =
+      "0 CALL c->x y 1\n1 RET y c->x 1\n"
+      "2 CALL c x->y 2\n3 RET x->y c 2\n"
+      "4 CALL c s 3\n5 CALL s q[get] 4\n6 RET q[get] s 4\n7 RET s c 3\n"
+      "8 CALL c s 5\n9 CALL s q 6 - get\n10 RET q s 6\n11 RET s c 5\n";
+  for (int threads : {1, 2}) {
+    Params params = KeepClients();
+    params.threads = threads;
+    auto r = NestText(text, params);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->patterns.size(), 2u) << threads;
+    const Pattern* arrow = Find(*r, "c->x->y");
+    ASSERT_NE(arrow, nullptr);
+    EXPECT_EQ(arrow->count, 2u);
+    const Pattern* op = Find(*r, "c->s(q[get])");
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(op->count, 2u);
+  }
+}
+
 // The signature orders children by mean call delay (for display, per the
 // result spec); the shape orders them canonically, so that one tree shape
 // has one identity whatever the delays (what evaluation compares).
