@@ -84,7 +84,7 @@ class PatternBuilder {
   // written and compared only for shapes, not instances.
   class ShapeTable {
    public:
-    ShapeTable(const PatternBuilder& b) : b_(b) {}
+    explicit ShapeTable(const PatternBuilder& b) : b_(b) {}
 
     uint32_t Intern(uint32_t node, uint32_t op,
                     const std::vector<InstNode>& kids) {

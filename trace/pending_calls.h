@@ -47,8 +47,8 @@ inline constexpr uint64_t kDefaultMaxPendingCalls = 1'000'000;
 // text's tag is '=', 61), so the encoding stays one-to-one. A numeric key
 // (at most 17 bytes) is built in place: pairing builds a key per call and
 // return, and building it in a std::string (assign, append, push_back) was
-// a third of the pairer's work in nest's profile (docs/benchmarks.md,
-// "Pairing keys built in place").
+// a third of the pairer's instructions in nest's profile
+// (docs/benchmarks.md, "Pairing keys, step 5's shapes, an inlined index").
 class PendingCallKey {
  public:
   PendingCallKey() = default;
@@ -192,8 +192,9 @@ class PendingCalls {
   // A key with calls pending, or (queue empty) a free entry on the free
   // list. A key of at most kInlineKey bytes (every numeric callid's, a
   // text callid's up to 15 characters) is held in the entry itself, a
-  // longer one in a buffer the entry keeps for the next long key: a
-  // std::string's assign was a tenth of pairing's work.
+  // longer one in a buffer the entry keeps for the next long key (a
+  // std::string per entry was assigned once per new key, and compared
+  // through its general path).
   static constexpr size_t kInlineKey = 24;
   struct Entry {
     char inline_key[kInlineKey];

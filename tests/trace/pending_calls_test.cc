@@ -51,8 +51,8 @@ TEST(PendingCallsTest, NumericAndTextCallidsAreDifferentKeys) {
 }
 
 // A numeric callid keeps only its significant bytes: keys stay short enough
-// for std::string's inline buffer (no allocation per pending call) and
-// still tell every number, and every text, apart.
+// for the key table's entries to hold them in themselves (no allocation per
+// pending call) and still tell every number, and every text, apart.
 TEST(PendingCallsTest, NumericKeysAreShortAndDistinct) {
   std::set<std::string> keys;
   for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{255}, uint64_t{256},
