@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "nesting/bins.h"
+
 namespace bbprof::nesting {
 
 namespace {
@@ -18,12 +20,8 @@ std::string NodeLabel(const PatternNode& n) {
   return n.op.empty() ? n.node : n.node + "[" + n.op + "]";
 }
 
-uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// A whole splitmix64 step: its increment, then its finaliser (bins.h).
+uint64_t Mix(uint64_t x) { return Mix64(x + 0x9e3779b97f4a7c15ULL); }
 
 // A node's shape hash from its label and the multiset of its children's
 // shape hashes. The multiset is a sum of mixed hashes, so it does not
