@@ -34,18 +34,22 @@ class BinScale {
     for (int k = 1; k <= positive_bins_ + 1; ++k) {
       lower_[k] = kMinNs * std::exp((k - 1) / inv_log_base_);
     }
-    // cell_first_bin_[e * 256 + j]: the bin of the cell's smallest
-    // magnitude, 2^e * (1 + j / 256) us.
-    cell_first_bin_.resize(static_cast<size_t>(kCellExponents) *
-                           kCellsPerOctave);
+    // cell_bin_[e * 256 + j]: for the magnitudes x in
+    // [2^(e+9) * (1 + j / 256), 2^(e+9) * (1 + (j + 1) / 256)) ns, twice the
+    // bin of the cell's smallest, plus one if a later bin starts inside it.
+    cell_bin_.resize(static_cast<size_t>(kCellExponents) * kCellsPerOctave);
     int k = 1;  // cells ascend, so their first bins do too
     for (int e = 0; e < kCellExponents; ++e) {
       for (int j = 0; j < kCellsPerOctave; ++j) {
-        const double v =
-            kMinNs *
-            std::ldexp(1.0 + static_cast<double>(j) / kCellsPerOctave, e);
-        while (k < positive_bins_ && v >= lower_[k + 1]) ++k;
-        cell_first_bin_[static_cast<size_t>(e) * kCellsPerOctave + j] = k;
+        const double lo = std::ldexp(
+            1.0 + static_cast<double>(j) / kCellsPerOctave, e + kFirstExponent);
+        const double hi =
+            std::ldexp(1.0 + static_cast<double>(j + 1) / kCellsPerOctave,
+                       e + kFirstExponent);
+        while (k < positive_bins_ && lo >= lower_[k + 1]) ++k;
+        const bool split = k < positive_bins_ && lower_[k + 1] < hi;
+        cell_bin_[static_cast<size_t>(e) * kCellsPerOctave + j] =
+            2 * k + (split ? 1 : 0);
       }
     }
     // Scores are densities (scoreboards.h): a bin's weight over its width.
@@ -64,11 +68,15 @@ class BinScale {
   }
   // Bin k holds magnitudes in [1 us * base^(k-1), 1 us * base^k). Called
   // tens of millions of times by the timeline passes, so instead of a log
-  // it reads the magnitude's binary exponent and top 8 mantissa bits (a cell
-  // 0.4% wide, narrower than a bin at the default base) off the double, takes
-  // the first bin of that cell from a table, and steps up while the
-  // magnitude reaches the next bin's lower bound (once at most, at bases of
-  // 1.004 and more).
+  // it reads the magnitude's binary exponent and top 8 mantissa bits (a
+  // cell 0.4% wide, narrower than a bin at the default base) off the
+  // double, exactly, and takes the cell's bin from a table. Only in a cell
+  // where a bin starts (about one in twelve at the default base) is the
+  // magnitude compared with that bin's lower bound (more than once only at
+  // bases below 1.004). Until session 36 the cell was read off the
+  // magnitude in microseconds, which rounds, so every call stepped up and
+  // down a bin to check: a third of this function's instructions. The bins
+  // are the same: each is the k with lower_[k] <= x < lower_[k + 1].
   int Bin(trace::TimeNs delta) const {
     trace::TimeNs mag = delta < 0 ? -delta : delta;
     int k;
@@ -76,17 +84,18 @@ class BinScale {
       k = 0;
     } else {
       const double x = static_cast<double>(mag);
-      const uint64_t bits = std::bit_cast<uint64_t>(x * 1e-3);  // in us, >= 1
-      const int e = static_cast<int>(bits >> 52) - 1023;
+      const uint64_t bits = std::bit_cast<uint64_t>(x);  // x >= 1000 > 2^9
+      const int e = static_cast<int>(bits >> 52) - 1023 - kFirstExponent;
       if (e >= kCellExponents) {
         k = positive_bins_;
       } else {
-        k = cell_first_bin_[static_cast<size_t>(e) * kCellsPerOctave +
-                            ((bits >> (52 - kCellBits)) &
-                             (kCellsPerOctave - 1))];
-        while (k < positive_bins_ && x >= lower_[k + 1]) ++k;
-        // (x * 1e-3 may round into the next cell, a bin boundary there.)
-        while (k > 1 && x < lower_[k]) --k;
+        const int cell =
+            cell_bin_[static_cast<size_t>(e) * kCellsPerOctave +
+                      ((bits >> (52 - kCellBits)) & (kCellsPerOctave - 1))];
+        k = cell >> 1;
+        if (cell & 1) {
+          while (k < positive_bins_ && x >= lower_[k + 1]) ++k;
+        }
       }
     }
     return delta < 0 ? positive_bins_ - k : positive_bins_ + k;
@@ -96,10 +105,13 @@ class BinScale {
   double inv_log_base_;
   static constexpr int kCellBits = 8;
   static constexpr int kCellsPerOctave = 1 << kCellBits;
-  static constexpr int kCellExponents = 34;  // 1 us * 2^34 > 2 hours
+  // Cells start at 2^9 ns (1 us lies in the first octave) and end at 2^44
+  // ns: past that, and past 2 hours, every magnitude is in the last bin.
+  static constexpr int kFirstExponent = 9;
+  static constexpr int kCellExponents = 44 - kFirstExponent;
   int positive_bins_;
   std::vector<double> lower_;
-  std::vector<int> cell_first_bin_;
+  std::vector<int> cell_bin_;
   std::vector<double> inv_width_;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -984,6 +985,55 @@ TEST(NestingTest, HistogramBinsDoNotDependOnOrderOrMerging) {
   EXPECT_EQ(back.state().bins, a.bins);
   back.Add(sorted.front());
   EXPECT_EQ(back.count(), values.size() + 1);
+}
+
+// BinScale::Bin puts every delay in the bin whose bounds hold it, as the
+// definition reads: bin k >= 1 holds magnitudes in [1 us * base^(k-1),
+// 1 us * base^k), the last bin everything from its lower bound up, bin 0
+// everything under 1 us. Checked at every bound (a few ns either side),
+// between them, at random and at the extremes, for bases from 1.003 (more
+// than one bound in a table cell) to 2, and for negative delays.
+TEST(NestingTest, BinsHoldTheMagnitudesTheirBoundsSay) {
+  std::mt19937_64 rng(11);
+  for (const double base : {1.003, 1.01, 1.05, 1.3, 2.0}) {
+    const BinScale scale(base);
+    const int positive = (scale.size() - 1) / 2;
+    // The bounds as the scale computes them.
+    const double inv_log_base = 1.0 / std::log(base);
+    std::vector<double> lower(static_cast<size_t>(positive) + 2);
+    for (int k = 1; k <= positive + 1; ++k) {
+      lower[k] = 1e3 * std::exp((k - 1) / inv_log_base);
+    }
+    auto expected = [&](int64_t mag) {
+      if (mag < 1000) return 0;
+      const double x = static_cast<double>(mag);
+      int k = 1;
+      while (k < positive && x >= lower[k + 1]) ++k;
+      return k;
+    };
+    auto check = [&](int64_t mag) {
+      ASSERT_EQ(scale.Bin(mag), positive + expected(mag))
+          << "base " << base << " delay " << mag;
+      ASSERT_EQ(scale.Bin(-mag), positive - expected(mag))
+          << "base " << base << " delay " << -mag;
+    };
+    for (int64_t mag = 0; mag < 3000; ++mag) check(mag);
+    for (int k = 1; k <= positive + 1; ++k) {
+      const auto at = static_cast<int64_t>(lower[k]);
+      for (int64_t d = -3; d <= 3; ++d) check(at + d);
+      if (k >= 2) check(static_cast<int64_t>((lower[k - 1] + lower[k]) / 2));
+    }
+    for (int i = 0; i < 20000; ++i) {
+      // Log-uniform over 1 ns to about 2^50 ns.
+      const int bits = static_cast<int>(rng() % 50);
+      check(static_cast<int64_t>(rng() >> (63 - bits)));
+    }
+    for (const int64_t mag :
+         {int64_t{1} << 43, (int64_t{1} << 44) - 1, int64_t{1} << 44,
+          int64_t{1} << 53, std::numeric_limits<int64_t>::max()}) {
+      check(mag);
+    }
+  }
 }
 
 // KeyIndex numbers keys in the order they first come, finds every one
