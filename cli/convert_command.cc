@@ -61,7 +61,7 @@ int Run(std::span<const std::string> args) {
       if (Status s = copy_meta(); !s.ok()) return cl.Fail(s);
     }
     if (Status s = w.Write(rec); !s.ok()) return cl.Fail(s);
-    progress.Update(r.raw_bytes_read());
+    progress.UpdateLazily([&] { return r.raw_bytes_read(); });
   }
   progress.Finish();
   if (!r.status().ok()) return cl.Fail(r.status());

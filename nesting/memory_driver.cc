@@ -113,7 +113,7 @@ class MemoryDriver {
     } else {
       trace::Record rec;
       while (reader_.Next(rec)) {
-        progress.Update(reader_.raw_bytes_read());
+        progress.UpdateLazily([&] { return reader_.raw_bytes_read(); });
         BBPROF_RETURN_IF_ERROR(pairer.Add(rec));
       }
     }
@@ -255,7 +255,7 @@ class MemoryDriver {
         trace::Record rec;
         bool more = true;
         while (b.records.size() < kBatchRecords && (more = reader_.Next(rec))) {
-          progress->Update(reader_.raw_bytes_read());
+          progress->UpdateLazily([&] { return reader_.raw_bytes_read(); });
           b.at.push_back(
               {b.text.size(), b.text.size() + rec.callid.size(),
                b.text.size() + rec.callid.size() + rec.pathid.size()});

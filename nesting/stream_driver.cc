@@ -541,7 +541,7 @@ class StreamDriver {
     uint64_t n = 0;
     trace::Record rec;
     while (reader_.Next(rec)) {
-      progress.Update(reader_.raw_bytes_read());
+      progress.UpdateLazily([&] { return reader_.raw_bytes_read(); });
       if (n == 0) first_ts_ = rec.ts_ns;
       last_ts_ = rec.ts_ns;
       if (rec.kind == trace::Kind::kMessage) {

@@ -267,7 +267,7 @@ Result<ApplySummary> ApplySkew(const std::string& input,
     std::push_heap(heap.begin(), heap.end(), LaterFirst());
     summary.max_buffered =
         std::max<uint64_t>(summary.max_buffered, heap.size());
-    progress.Update(reader.raw_bytes_read());
+    progress.UpdateLazily([&] { return reader.raw_bytes_read(); });
     have = reader.Next(rec);
   }
   if (!reader.status().ok()) {

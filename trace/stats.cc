@@ -36,7 +36,7 @@ Result<TraceStats> ComputeStats(TraceReader& reader,
     if (s.messages == 0) s.first_ts = rec.ts_ns;
     s.last_ts = rec.ts_ns;
     ++s.messages;
-    progress.Update(reader.raw_bytes_read());
+    progress.UpdateLazily([&] { return reader.raw_bytes_read(); });
     size_t need = std::max(rec.sender, rec.receiver) + 1;
     if (nodes.size() < need) nodes.resize(need);
     ++nodes[rec.sender].sent;
