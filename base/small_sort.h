@@ -10,22 +10,14 @@
 
 namespace bbprof {
 
-// std::sort's result, for any comparator, without its set-up cost on short
-// ranges. libstdc++'s std::sort sorts a range of at most 16 elements by a
-// plain insertion sort (its introsort loop only starts above that, and its
-// final pass is __insertion_sort), which is stable: each element moves
-// only past those it is less than. So does this one, and above 16 it calls
-// std::sort itself. Elements that compare equal therefore end in the same
-// order as under std::sort, which matters where the comparator is not a
-// total order: the order then reaches the result.
+namespace small_sort_internal {
 template <typename It, typename Less>
-inline void SortSmall(It first, It last, Less less) {
+void Sort(It first, It last, Less less) {
   constexpr std::ptrdiff_t kStdSortInsertionMax = 16;
   if (last - first > kStdSortInsertionMax) {
     std::sort(first, last, less);
     return;
   }
-  if (first == last) return;
   for (It i = std::next(first); i != last; ++i) {
     auto value = std::move(*i);
     It j = i;
@@ -37,9 +29,26 @@ inline void SortSmall(It first, It last, Less less) {
     *j = std::move(value);
   }
 }
+}  // namespace small_sort_internal
+
+// std::sort's result, for any comparator, without its set-up cost on short
+// ranges. libstdc++'s std::sort sorts a range of at most 16 elements by a
+// plain insertion sort (its introsort loop only starts above that, and its
+// final pass is __insertion_sort), which is stable: each element moves
+// only past those it is less than. So does this one, and above 16 it calls
+// std::sort itself. Elements that compare equal therefore end in the same
+// order as under std::sort, which matters where the comparator is not a
+// total order: the order then reaches the result.
+//
+// Inlined for its most common case, nothing to sort (0 or 1 element).
+template <typename It, typename Less>
+[[gnu::always_inline]] inline void SortSmall(It first, It last, Less less) {
+  if (last - first < 2) return;
+  small_sort_internal::Sort(first, last, less);
+}
 
 template <typename It>
-inline void SortSmall(It first, It last) {
+[[gnu::always_inline]] inline void SortSmall(It first, It last) {
   SortSmall(first, last, std::less<>());
 }
 
