@@ -23,6 +23,7 @@
 #include "nesting/parent_choice.h"
 #include "nesting/pattern_table.h"
 #include "nesting/skew_estimation.h"
+#include "trace/binary_format.h"
 #include "trace/byte_stream.h"
 
 namespace bbprof::nesting {
@@ -98,8 +99,14 @@ class MemoryDriver {
     CallPairer pairer(params_, reader_.path(), &table_, &stats_, labels_);
     // A call and its return are two records: a segment of n records has at
     // most about n / 2 pairs. Sized once, the table is never copied while
-    // it grows (those copies were 3.5% of streamed nest's profile).
-    if (const uint64_t n = reader_.records_expected(); n > 0) {
+    // it grows (those copies were 3.5% of streamed nest's profile). A
+    // binary trace file says how many messages it holds in its block
+    // index: sized from that, a whole file's table is not copied either
+    // (on the 2 M-message trace in memory the copies and their page faults
+    // were about 2% of the time, and 1.7 MB of the peak memory).
+    uint64_t n = reader_.records_expected();
+    if (n == 0) n = trace::BinaryMessagesHint(reader_.path());
+    if (n > 0) {
       table_.pairs.reserve(n / 2 + 1);
       table_.ret_order.reserve(n / 2 + 1);
     }

@@ -1608,6 +1608,17 @@ Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
   return std::move(file->index.blocks);
 }
 
+uint64_t BinaryMessagesHint(const std::string& path) {
+  // stat, not open: opening a FIFO could block, or take its data.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  Result<std::vector<BinaryBlockInfo>> blocks = ReadBinaryBlockIndex(path);
+  if (!blocks.ok()) return 0;
+  uint64_t messages = 0;
+  for (const BinaryBlockInfo& b : *blocks) messages += b.messages;
+  return messages;
+}
+
 Result<std::unique_ptr<TraceReader>> OpenBinaryBlockRange(
     const BinaryTraceIndex& index, uint64_t first, uint64_t end,
     std::shared_ptr<NodeTable> nodes, const ReaderOptions& options) {

@@ -129,6 +129,14 @@ struct BinaryBlockInfo {
 Result<std::vector<BinaryBlockInfo>> ReadBinaryBlockIndex(
     const std::string& path);
 
+// How many messages PATH holds, when it is an uncompressed version-2
+// binary trace in a regular file: the sum of its block index's counts, read
+// from the file's end. 0 for anything else (a text or compressed trace,
+// standard input, a pipe, a file that cannot be read), without opening
+// what is not a regular file. A sizing hint for a reader of the whole
+// file, which reports its own errors.
+uint64_t BinaryMessagesHint(const std::string& path);
+
 // The block index of an uncompressed version-2 binary trace, read and
 // checked once (OpenBinaryIndex) for opening many block ranges of it: a
 // driver that reads a trace segment by segment does not re-read and

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <libdeflate.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <random>
@@ -1110,6 +1111,22 @@ TEST_F(BinaryIndexTest, RangeReadsNeedAnUncompressedVersionTwoFile) {
   EXPECT_EQ(
       ReadContents(OpenBinaryTimeRange(dir_.File("r.trace"), 0, 1)).error,
       dir_.File("r.trace") + ": not a bbprof binary trace (bad magic bytes)");
+}
+
+// BinaryMessagesHint, the in-memory driver's sizing hint: the messages of
+// an uncompressed binary file, 0 for what is not one, and a FIFO is not
+// opened (opening it would block with no writer, and reading it would take
+// the data of whoever reads it for real).
+TEST_F(BinaryIndexTest, MessagesHintCountsBinaryFilesOnly) {
+  EXPECT_EQ(BinaryMessagesHint(path_), whole_.lines.size());
+  EXPECT_EQ(BinaryMessagesHint(dir_.File("r.trace")), 0u);
+  ASSERT_TRUE(Copy(path_, dir_.File("z.bbt.zst"), TraceFormat::kBinary).ok());
+  EXPECT_EQ(BinaryMessagesHint(dir_.File("z.bbt.zst")), 0u);
+  EXPECT_EQ(BinaryMessagesHint(dir_.File("missing.bbt")), 0u);
+  EXPECT_EQ(BinaryMessagesHint("-"), 0u);
+  const std::string fifo = dir_.File("pipe.bbt");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(BinaryMessagesHint(fifo), 0u);  // returns: never opened
 }
 
 // A damaged index or footer: the whole-file reader and the range readers
