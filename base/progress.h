@@ -21,8 +21,7 @@ class Progress {
 
   // Cheap to call often: it looks at the clock only every 64 Ki updates.
   void Update(uint64_t done) {
-    if (!enabled_ || (++calls_ & 0xFFFF) != 0) return;
-    MaybeDraw(done);
+    UpdateLazily([done] { return done; });
   }
   // The same for a count that costs something to read (a reader's bytes,
   // two virtual calls deep: 0.3% of nest's instructions when read per
