@@ -97,6 +97,26 @@ struct CallTable {
   static uint64_t EdgeKey(const Pair& p) {
     return static_cast<uint64_t>(p.caller) << 32 | p.callee;
   }
+  // Empties the table but keeps the storage of its per-call vectors, for a
+  // driver that nests one segment after another (AssignSegment): the next
+  // segment's calls go into pages already mapped, where new ones cost the
+  // kernel a fault and a zeroing each (docs/benchmarks.md). Every member
+  // not named here starts as in a new table.
+  void Recycle() {
+    CallTable fresh;
+    const auto keep = [](auto& from, auto& to) {
+      from.clear();
+      to = std::move(from);
+    };
+    keep(pairs, fresh.pairs);
+    keep(ret_order, fresh.ret_order);
+    keep(call_order, fresh.call_order);
+    keep(cands, fresh.cands);
+    keep(op_of, fresh.op_of);
+    keep(key_callee, fresh.key_callee);
+    keep(id_of, fresh.id_of);
+    *this = std::move(fresh);
+  }
   // The pair that is k-th in call order.
   uint32_t InCallOrder(size_t k) const {
     return call_order.empty() ? static_cast<uint32_t>(k) : call_order[k];

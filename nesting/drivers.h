@@ -43,6 +43,9 @@ struct SegmentTail {
   trace::TimeNs own_from = 0, own_until = 0;
 };
 
+// The segment's calls go into `out->table`'s storage: a driver that hands
+// back the table of the segment before (CallTable::Recycle) saves the
+// kernel mapping and zeroing its pages again.
 // With `labels`, every call's callid too (CallLabels::callids), for
 // FillCallDetails. With `tail`, the reader's records past tail->base are
 // read only while the segment's owned calls wait for their returns.

@@ -79,6 +79,12 @@ class MemoryDriver {
   }
 
   CallTable& table() { return table_; }
+  // A table to fill in place of a new one: its storage is kept
+  // (CallTable::Recycle), its contents dropped.
+  void reuse_table(CallTable&& t) {
+    table_ = std::move(t);
+    table_.Recycle();
+  }
   void set_tail(const SegmentTail* tail) { tail_ = tail; }
   uint64_t tail_records() const { return tail_records_; }
   const InputStats& stats() const { return stats_; }
@@ -375,6 +381,7 @@ Status AssignSegment(trace::TraceReader& reader, const Params& params,
   MemoryDriver driver(reader, params, labels);
   driver.set_progress(false);
   driver.set_tail(tail);
+  driver.reuse_table(std::move(out->table));
   BBPROF_RETURN_IF_ERROR(driver.Assign(&out->result));
   out->result.input = driver.stats();
   out->tail_records = driver.tail_records();

@@ -879,7 +879,7 @@ class StreamDriver {
     s.reset();
     if (pool_.empty()) {
       held_busy_ = records;
-      results_[index] = Nest(*job);
+      results_[index] = Nest(*job, &spare_table_);
       held_busy_ = 0;
       return ranks_ > 1 ? Status::Ok() : MergeReady(false);
     }
@@ -921,10 +921,21 @@ class StreamDriver {
     return spool->AddSegment(k, d, shapes);
   }
 
-  static SegmentResult Nest(Job& job) {
+  // `spare`: the table of the segment nested before on this thread, whose
+  // storage this one fills and then hands back (CallTable::Recycle).
+  static SegmentResult Nest(Job& job, CallTable* spare) {
+    AssignedSegment a;
+    a.table = std::move(*spare);
+    SegmentResult out = Nest(job, &a);
+    *spare = std::move(a.table);
+    spare->Recycle();
+    return out;
+  }
+
+  static SegmentResult Nest(Job& job, AssignedSegment* assigned) {
     SegmentResult out;
     out.counts = std::move(job.counts);
-    AssignedSegment a;
+    AssignedSegment& a = *assigned;
     CallLabels labels;
     const SegmentTail tail{job.base, job.own_from, job.own_until};
     out.status = AssignSegment(*job.reader, job.params, &a,
@@ -957,6 +968,7 @@ class StreamDriver {
   }
 
   void Work() {
+    CallTable spare;
     for (;;) {
       std::shared_ptr<Job> job;
       {
@@ -966,7 +978,7 @@ class StreamDriver {
         job = std::move(queue_.front());
         queue_.pop_front();
       }
-      SegmentResult r = Nest(*job);
+      SegmentResult r = Nest(*job, &spare);
       {
         std::unique_lock lock(mu_);
         results_[job->index] = std::move(r);
@@ -1117,6 +1129,7 @@ class StreamDriver {
   std::atomic<uint64_t> held_busy_ = 0;  // records of segments dispatched
   bool closing_ = false;
   std::vector<std::thread> pool_;
+  CallTable spare_table_;  // for segments nested on this thread (Nest)
 };
 
 }  // namespace

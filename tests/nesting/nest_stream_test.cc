@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "nesting/drivers.h"
 #include "nesting/output.h"
 #include "nesting/stream_driver.h"
 #include "tests/util/run_cli.h"
@@ -390,6 +391,69 @@ std::string SkewedEdgeTrace(TempDir& dir) {
             0)
       << out;
   return st;
+}
+
+// The stream driver nests each segment into the table of the segment
+// before (CallTable::Recycle keeps its storage): the table must come out
+// as a new one's would. The first trace has ops with ids (op_of, id_of,
+// key_callee) and more calls; the second, clock skew (call_order while the
+// clocks are corrected). Each is nested into the other's recycled table and
+// into a new one.
+TEST(NestStreamTest, ARecycledTableNestsAsANewOne) {
+  TempDir dir;
+  const std::string ops = Maketrace(dir, "multitier-ops", 30000);
+  const std::string skewed = SkewedEdgeTrace(dir);
+  bbprof::nesting::Params params;
+  const auto assign = [&](const std::string& path,
+                          bbprof::nesting::AssignedSegment* a) {
+    auto reader = bbprof::trace::OpenTraceReader(path);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    const bbprof::Status st = AssignSegment(**reader, params, a);
+    ASSERT_TRUE(st.ok()) << st.message();
+  };
+  const auto same_table = [](const bbprof::nesting::CallTable& x,
+                             const bbprof::nesting::CallTable& y) {
+    EXPECT_EQ(x.names, y.names);
+    ASSERT_EQ(x.pairs.size(), y.pairs.size());
+    for (size_t i = 0; i < x.pairs.size(); ++i) {
+      const bbprof::nesting::Pair &a = x.pairs[i], &b = y.pairs[i];
+      EXPECT_TRUE(a.call == b.call && a.ret == b.ret && a.caller == b.caller &&
+                  a.callee == b.callee && a.cand_begin == b.cand_begin &&
+                  a.cand_end == b.cand_end && a.parent == b.parent &&
+                  a.first_child == b.first_child &&
+                  a.next_sibling == b.next_sibling &&
+                  a.imputed == b.imputed && a.children == b.children &&
+                  a.pathid == b.pathid)
+          << "pair " << i;
+    }
+    EXPECT_EQ(x.ret_order, y.ret_order);
+    EXPECT_EQ(x.call_order, y.call_order);
+    EXPECT_EQ(x.cands, y.cands);
+    EXPECT_EQ(x.op_of, y.op_of);
+    EXPECT_EQ(x.op_names, y.op_names);
+    EXPECT_EQ(x.op_ids, y.op_ids);
+    EXPECT_EQ(x.key_callee, y.key_callee);
+    EXPECT_EQ(x.id_of, y.id_of);
+  };
+  for (const auto& [first, second] :
+       {std::pair{ops, skewed}, std::pair{skewed, ops}}) {
+    bbprof::nesting::AssignedSegment before, fresh, reused;
+    assign(first, &before);
+    assign(second, &fresh);
+    ASSERT_FALSE(fresh.table.op_of.empty() && before.table.op_of.empty());
+    ASSERT_FALSE(before.table.pairs.empty());
+    const size_t capacity = before.table.pairs.capacity();
+    const bbprof::nesting::Pair* storage = before.table.pairs.data();
+    reused.table = std::move(before.table);
+    assign(second, &reused);
+    same_table(reused.table, fresh.table);
+    EXPECT_EQ(reused.result.skew.size(), fresh.result.skew.size());
+    EXPECT_EQ(reused.result.clock_offsets.size(),
+              fresh.result.clock_offsets.size());
+    if (fresh.table.pairs.size() <= capacity) {
+      EXPECT_EQ(reused.table.pairs.data(), storage);  // no new pages
+    }
+  }
 }
 
 // Each segment solves its clocks relative to its own first node and at its
