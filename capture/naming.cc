@@ -188,7 +188,8 @@ std::string_view NameMap::ForAddress(const Endpoint& e) const {
   return {};
 }
 
-std::string Namer::Name(const Endpoint& e, bool is_server) const {
+std::string Namer::Name(const Endpoint& e, bool is_server,
+                        bool from_own_address) const {
   if (is_server) {
     if (std::string_view n = map_.ForEndpoint(e); !n.empty()) {
       return std::string(n);
@@ -196,7 +197,8 @@ std::string Namer::Name(const Endpoint& e, bool is_server) const {
   }
   std::string_view mapped = map_.ForAddress(e);
   std::string host = mapped.empty() ? FormatAddress(e) : std::string(mapped);
-  if (granularity_ == Granularity::kService && is_server) {
+  if (is_server &&
+      (granularity_ == Granularity::kService || from_own_address)) {
     if (mapped.empty()) {
       return FormatEndpoint(e);
     }

@@ -2,7 +2,12 @@
 // a black box). Host granularity names a node by its IP address; service
 // granularity names a server endpoint by IP:port and a client by its IP, so
 // that two services on one host are two nodes while a client's ephemeral
-// ports do not each become a node. A user map renames addresses, CIDR blocks
+// ports do not each become a node. At either, a server called from its own
+// address (a client and a server on one host, over loopback or not) is named
+// IP:port: by its address alone, each such call would be a node calling
+// itself, which nesting cannot place (a capture on one machine found no
+// pattern at all), and which would offer itself as a parent or child of the
+// host's other calls. A user map renames addresses, CIDR blocks
 // or IP:port endpoints; the most specific entry wins (IP:port, then the
 // longest matching prefix).
 #ifndef BBPROF_CAPTURE_NAMING_H_
@@ -71,8 +76,10 @@ class Namer {
   Namer(Granularity granularity, NameMap map)
       : granularity_(granularity), map_(std::move(map)) {}
   // `is_server`: the endpoint is the server side of its flow (its port
-  // matters at service granularity).
-  std::string Name(const Endpoint& e, bool is_server) const;
+  // matters at service granularity). `from_own_address`: a server whose
+  // client has its address; its port matters at any granularity.
+  std::string Name(const Endpoint& e, bool is_server,
+                   bool from_own_address = false) const;
 
  private:
   Granularity granularity_;

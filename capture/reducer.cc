@@ -214,11 +214,12 @@ void Reducer::Touch(Flow& flow, trace::TimeNs ts) {
 }
 
 size_t Reducer::NodeKeyHash::operator()(
-    const std::pair<Endpoint, bool>& k) const {
+    const std::pair<Endpoint, Role>& k) const {
   FlowKey as_key{};
   as_key.a = k.first.addr;
   as_key.pa = k.first.port;
-  as_key.proto = static_cast<uint8_t>(k.first.v6 << 1 | k.second);
+  as_key.proto =
+      static_cast<uint8_t>(k.first.v6 << 2 | static_cast<uint8_t>(k.second));
   return FlowKeyHash()(as_key);
 }
 
@@ -308,12 +309,14 @@ void Reducer::Count(std::string_view reason, uint64_t n) {
   }
 }
 
-trace::NodeId Reducer::NodeFor(const Endpoint& e, bool is_server) {
+trace::NodeId Reducer::NodeFor(const Endpoint& e, Role role) {
   Endpoint key = e;
-  if (!is_server) key.port = 0;  // a client's ephemeral port never names it
-  auto it = node_cache_.find({key, is_server});
+  // A client's ephemeral port never names it.
+  if (role == Role::kClient) key.port = 0;
+  auto it = node_cache_.find({key, role});
   if (it != node_cache_.end()) return it->second;
-  trace::NodeId id = nodes_->Intern(namer_.Name(e, is_server));
+  trace::NodeId id = nodes_->Intern(namer_.Name(
+      e, role != Role::kClient, role == Role::kServerFromOwnAddress));
   if (nodes_->IsOverflow(id)) {
     // Past --max-nodes: not cached either, so that days of new client
     // addresses grow neither table (issue 16).
@@ -326,7 +329,7 @@ trace::NodeId Reducer::NodeFor(const Endpoint& e, bool is_server) {
     warned_nodes_ = true;
     return id;
   }
-  node_cache_.emplace(std::make_pair(key, is_server), id);
+  node_cache_.emplace(std::make_pair(key, role), id);
   return id;
 }
 
@@ -380,8 +383,10 @@ Reducer::Flow* Reducer::NewFlow(const FlowKey& key, uint64_t hash, Transport t,
   f->transport = t;
   f->client = client;
   f->server = server;
-  f->client_node = NodeFor(client, false);
-  f->server_node = NodeFor(server, true);
+  f->client_node = NodeFor(client, Role::kClient);
+  const bool own_address = client.v6 == server.v6 && client.addr == server.addr;
+  f->server_node = NodeFor(
+      server, own_address ? Role::kServerFromOwnAddress : Role::kServer);
   f->last_seen = ts;
   f->sink.reducer = this;
   f->sink.flow = f;

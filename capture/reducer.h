@@ -161,7 +161,10 @@ class Reducer {
     return t == Transport::kTcp ? tcp_activity_ : udp_activity_;
   }
   void Touch(Flow& flow, trace::TimeNs ts);
-  trace::NodeId NodeFor(const Endpoint& e, bool is_server);
+  // A client's node, or a server's (kServer), or that of a server called
+  // from its own address (kServerFromOwnAddress: Namer::Name).
+  enum class Role : uint8_t { kClient, kServer, kServerFromOwnAddress };
+  trace::NodeId NodeFor(const Endpoint& e, Role role);
 
   ReducerOptions options_;
   Namer namer_;
@@ -196,9 +199,9 @@ class Reducer {
   };
   FlowIndex flows_;
   struct NodeKeyHash {
-    size_t operator()(const std::pair<Endpoint, bool>& k) const;
+    size_t operator()(const std::pair<Endpoint, Role>& k) const;
   };
-  std::unordered_map<std::pair<Endpoint, bool>, trace::NodeId, NodeKeyHash>
+  std::unordered_map<std::pair<Endpoint, Role>, trace::NodeId, NodeKeyHash>
       node_cache_;
   // The flow of the previous packet: packets come in bursts per flow, and
   // this saves most hash-table probes.

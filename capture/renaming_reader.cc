@@ -37,11 +37,12 @@ bool ParseNodeEndpoint(std::string_view name, Endpoint* e, bool* has_port) {
   return true;
 }
 
-std::string RenameNode(std::string_view name, const Namer& namer) {
+std::string RenameNode(std::string_view name, const Namer& namer,
+                       bool from_own_address) {
   Endpoint e;
   bool has_port = false;
   if (!ParseNodeEndpoint(name, &e, &has_port)) return std::string(name);
-  return namer.Name(e, has_port);
+  return namer.Name(e, has_port, from_own_address);
 }
 
 RenamingReader::RenamingReader(std::unique_ptr<trace::TraceReader> inner,
@@ -69,6 +70,30 @@ trace::NodeId RenamingReader::Map(trace::NodeId id) {
   return map_[id];
 }
 
+bool RenamingReader::SameAddress(trace::NodeId a, trace::NodeId b) {
+  for (const trace::NodeId id : {a, b}) {
+    if (id >= addresses_.size()) addresses_.resize(id + 1);
+    Address& x = addresses_[id];
+    if (x.parsed) continue;
+    bool has_port = false;
+    x.is_address =
+        ParseNodeEndpoint(inner_->nodes().Name(id), &x.endpoint, &has_port);
+    x.endpoint.port = 0;
+    x.parsed = true;
+  }
+  const Address &x = addresses_[a], &y = addresses_[b];
+  return x.is_address && y.is_address && x.endpoint == y.endpoint;
+}
+
+trace::NodeId RenamingReader::MapFromOwnAddress(trace::NodeId id) {
+  if (id >= own_map_.size()) own_map_.resize(id + 1, kUnmapped);
+  if (own_map_[id] == kUnmapped) {
+    own_map_[id] = nodes_->Intern(RenameNode(inner_->nodes().Name(id), namer_,
+                                             /*from_own_address=*/true));
+  }
+  return own_map_[id];
+}
+
 bool RenamingReader::Advance(trace::Record& rec) {
   const bool more = inner_->Next(rec);
   if (inner_->meta().size() != meta_.size() ||
@@ -76,8 +101,17 @@ bool RenamingReader::Advance(trace::Record& rec) {
     SyncState();
   }
   if (!more) return false;
-  rec.sender = Map(rec.sender);
-  rec.receiver = Map(rec.receiver);
+  const trace::NodeId sender = Map(rec.sender), receiver = Map(rec.receiver);
+  if (sender == receiver && rec.sender != rec.receiver &&
+      SameAddress(rec.sender, rec.receiver)) {
+    // Two names that renaming would make one: a server and its caller on
+    // one address. The server (the side named with a port) keeps its port.
+    rec.sender = MapFromOwnAddress(rec.sender);
+    rec.receiver = MapFromOwnAddress(rec.receiver);
+  } else {
+    rec.sender = sender;
+    rec.receiver = receiver;
+  }
   return true;
 }
 

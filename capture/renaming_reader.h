@@ -28,8 +28,10 @@ bool ParseNodeEndpoint(std::string_view name, Endpoint* e, bool* has_port);
 
 // The name `name` gets through `namer` (service granularity keeps the
 // trace's own granularity: a name with a port is a server, one without a
-// host or client).
-std::string RenameNode(std::string_view name, const Namer& namer);
+// host or client). `from_own_address`: as Namer::Name, for a server whose
+// caller has its address.
+std::string RenameNode(std::string_view name, const Namer& namer,
+                       bool from_own_address = false);
 
 class RenamingReader : public trace::TraceReader {
  public:
@@ -43,12 +45,24 @@ class RenamingReader : public trace::TraceReader {
 
  private:
   trace::NodeId Map(trace::NodeId id);
+  // The id a server node gets when its caller has its address (Namer::Name):
+  // renamed by host, the two would be one node calling itself.
+  trace::NodeId MapFromOwnAddress(trace::NodeId id);
+  // Whether two inner nodes are named after one address.
+  bool SameAddress(trace::NodeId a, trace::NodeId b);
   void SyncState();
 
   std::unique_ptr<trace::TraceReader> inner_;
   Namer namer_;
   static constexpr trace::NodeId kUnmapped = 0xFFFFFFFFu;
   std::vector<trace::NodeId> map_;  // inner id -> our id
+  std::vector<trace::NodeId> own_map_;  // the same, by MapFromOwnAddress
+  // Per inner id, the address it is named after (parsed on first need).
+  struct Address {
+    bool parsed = false, is_address = false;
+    Endpoint endpoint;
+  };
+  std::vector<Address> addresses_;
 };
 
 }  // namespace bbprof::capture

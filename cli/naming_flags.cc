@@ -15,12 +15,13 @@ void AddNamingFlags(CommandLine& cl, bool capture) {
     cl.options().add_options()(
         "granularity", po::value<std::string>()->default_value("host"),
         "node names: host (IP address) or service (server IP:port, client "
-        "IP)");
+        "IP); at both, a server called from its own address is IP:port");
   } else {
     cl.options().add_options()(
         "granularity", po::value<std::string>(),
         "rename nodes as the trace is read: host (IP address) or service "
-        "(server IP:port, client IP); default: as in the trace");
+        "(server IP:port, client IP); at both, a server called from its own "
+        "address is IP:port; default: as in the trace");
   }
   cl.options().add_options()(
       "names", po::value<std::string>(),

@@ -55,6 +55,23 @@ TEST(NamingTest, GranularityDecidesWhetherServerPortsNameNodes) {
   EXPECT_EQ(service.Name(Ep("10.0.0.7", 9000), true), "10.0.0.7:9000");
 }
 
+// A server called from its own address keeps its port at any granularity
+// (by address alone the call would be a node calling itself); its callers,
+// and its calls from other addresses, are named as before.
+TEST(NamingTest, AServerCalledFromItsOwnAddressKeepsItsPort) {
+  auto map = NameMap::Parse("10.0.0.5 db\n10.0.0.6:8080 api\n", "m");
+  ASSERT_TRUE(map.ok());
+  Namer host(Granularity::kHost, *map);
+  Namer service(Granularity::kService, *map);
+  EXPECT_EQ(host.Name(Ep("127.0.0.1", 6379), true, true), "127.0.0.1:6379");
+  EXPECT_EQ(host.Name(Ep("127.0.0.1", 6379), true, false), "127.0.0.1");
+  EXPECT_EQ(host.Name(Ep("127.0.0.1", 40000), false, true), "127.0.0.1");
+  EXPECT_EQ(host.Name(Ep("::1", 80), true, true), "[::1]:80");
+  EXPECT_EQ(host.Name(Ep("10.0.0.5", 5432), true, true), "db:5432");
+  EXPECT_EQ(host.Name(Ep("10.0.0.6", 8080), true, true), "api");
+  EXPECT_EQ(service.Name(Ep("10.0.0.7", 9000), true, true), "10.0.0.7:9000");
+}
+
 TEST(NamingTest, MapErrorsNameFileAndLine) {
   auto bad = [](const std::string& text) {
     auto m = NameMap::Parse(text, "x.map");

@@ -299,6 +299,27 @@ TEST(ReducerTest, ServiceGranularityAndNameMapOnIpv6) {
   EXPECT_EQ(h.out[1].receiver, "[2001:db8::3]:8080");
 }
 
+// At host granularity a server is named by its address, except when its
+// client has that address too (one machine, over loopback): then by its
+// endpoint, or each call would be the host calling itself.
+TEST(ReducerTest, AServerCalledFromItsOwnAddressIsNamedByItsPort) {
+  Harness h;
+  const Addr local_client{"127.0.0.1", 50000}, local_web{"127.0.0.1", 8080},
+      remote_client{"10.0.0.9", 50001};
+  h.Frame(0, PacketBuilder::Tcp(local_client, local_web, 1, kTcpSyn, ""));
+  h.Frame(1 * kMs,
+          PacketBuilder::Tcp(local_client, local_web, 2, kTcpAck, Get("/")));
+  h.Frame(2 * kMs, PacketBuilder::Tcp(remote_client, local_web, 1, kTcpSyn, ""));
+  h.Frame(3 * kMs,
+          PacketBuilder::Tcp(remote_client, local_web, 2, kTcpAck, Get("/")));
+  h.Finish();
+  ASSERT_EQ(h.out.size(), 2u);
+  EXPECT_EQ(h.out[0].sender, "127.0.0.1");
+  EXPECT_EQ(h.out[0].receiver, "127.0.0.1:8080");
+  EXPECT_EQ(h.out[1].sender, "10.0.0.9");
+  EXPECT_EQ(h.out[1].receiver, "127.0.0.1");
+}
+
 TEST(ReducerTest, ForcedDecoderOverridesPortAndProbe) {
   ForcedDecoder f;
   ASSERT_EQ(ParseForcedDecoder("tcp/80=generic", &f), "");

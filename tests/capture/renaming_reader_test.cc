@@ -72,5 +72,30 @@ TEST(RenamingReaderTest, RenamesRecordsAndKeepsMetaAndErrors) {
       << r.status().message();
 }
 
+// Renamed by host, a server and its caller on one address would be one node
+// calling itself: the server keeps its port, as the capture names it.
+TEST(RenamingReaderTest, AServerCalledFromItsOwnAddressKeepsItsPort) {
+  bbprof::testing::TempDir dir;
+  const std::string path = dir.Write(
+      "t.trace",
+      "1 CALL 127.0.0.1 127.0.0.1:6379 1\n2 RET 127.0.0.1:6379 127.0.0.1 1\n"
+      "3 CALL 10.0.0.9 127.0.0.1:6379 2\n4 RET 127.0.0.1:6379 10.0.0.9 2\n"
+      "5 MSG 10.0.0.2:80 10.0.0.2:81 -\n");
+  auto inner = trace::OpenTraceReader(path);
+  ASSERT_TRUE(inner.ok()) << inner.status().message();
+  RenamingReader r(std::move(*inner), Namer(Granularity::kHost, NameMap()));
+  trace::Record rec;
+  std::vector<std::string> edges;
+  while (r.Next(rec)) {
+    edges.push_back(std::string(r.nodes().Name(rec.sender)) + ">" +
+                    std::string(r.nodes().Name(rec.receiver)));
+  }
+  ASSERT_TRUE(r.status().ok()) << r.status().message();
+  EXPECT_EQ(edges, (std::vector<std::string>{
+                       "127.0.0.1>127.0.0.1:6379", "127.0.0.1:6379>127.0.0.1",
+                       "10.0.0.9>127.0.0.1", "127.0.0.1>10.0.0.9",
+                       "10.0.0.2:80>10.0.0.2:81"}));
+}
+
 }  // namespace
 }  // namespace bbprof::capture

@@ -222,6 +222,17 @@ def tshark_view(path, kind, decode_as):
     return calls, rets, (pairs if paired else None)
 
 
+def host(name):
+    """The address of a bbprof node name: a server called from its own
+    address is named by its endpoint ("127.0.0.1:6379", "[::1]:80"), where
+    tshark's view has addresses only."""
+    if name.startswith("[") and "]" in name:
+        return name[1:name.index("]")]
+    if name.count(":") == 1:
+        return name.split(":")[0]
+    return name
+
+
 def bbprof_view(binary, path, extra_args):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "t.trace")
@@ -235,7 +246,7 @@ def bbprof_view(binary, path, extra_args):
                 if line.startswith("#"):
                     continue
                 ts, k, snd, rcv, cid = line.split("\t")[:5]
-                cid = cid.strip()
+                snd, rcv, cid = host(snd), host(rcv), cid.strip()
                 t = ns(ts)
                 if k == "CALL":
                     calls[(t, snd, rcv)] += 1
