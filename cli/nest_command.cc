@@ -122,7 +122,12 @@ int Run(std::span<const std::string> args) {
   nesting::SortPatterns(pats, *sort_key);
   if (spool) spool->SetSignatures(pats);
   uint64_t min_count = cl.Get<uint64_t>("min-count");
+  const size_t found = pats.size();
   std::erase_if(pats, [&](const nesting::Pattern& p) { return p.count < min_count; });
+  if (found > 0 && pats.empty()) {
+    Inform(cl, "--min-count " + std::to_string(min_count) + " kept none of the " +
+                   std::to_string(found) + " patterns found");
+  }
   if (top > 0 && pats.size() > static_cast<size_t>(top)) pats.resize(static_cast<size_t>(top));
 
   bool json_to_stdout = cl.Has("json") && cl.Get<std::string>("json") == "-";

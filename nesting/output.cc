@@ -254,8 +254,17 @@ std::string ResultToText(const NestingResult& r) {
            "the end) are left out of the patterns\n";
   }
   if (r.patterns.empty()) {
-    out << "\nno path patterns found (the trace has no matched call/return "
-           "pairs that pass the filters)\n";
+    if (r.input.call_pairs == 0) {
+      out << "\nno path patterns found: the trace has no matched call/return "
+             "pair\n";
+    } else {
+      // Every matched call had a candidate parent, or the root calls' own
+      // returns were never seen, or --min-count and --top kept none.
+      out << "\nno path patterns found: no matched call was a complete "
+             "root (a call with no candidate parent whose return was seen) "
+             "that the filters kept; nodes that call themselves (a client "
+             "and a server named alike) leave no root\n";
+    }
     return out.str();
   }
   int rank = 0;

@@ -41,6 +41,21 @@ TEST(NestCliTest, WritesReportAndJson) {
   EXPECT_EQ(j["patterns"][0]["signature"], "clients->WS(DB)");
 }
 
+// A report with no pattern says why: --min-count cut them all (stderr
+// says so, and how many there were), or no call was a complete root.
+TEST(NestCliTest, AnEmptyReportSaysWhy) {
+  TempDir dir;
+  const std::string t = dir.Write("a.trace", kTrace);
+  std::string out;
+  ASSERT_EQ(RunCli("nest " + t + " --min-count 1000000", &out), 0) << out;
+  EXPECT_NE(out.find("no path patterns found"), std::string::npos) << out;
+  EXPECT_NE(out.find("--min-count 1000000 kept none of the 1 patterns found"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(RunCli("nest -q " + t + " --min-count 1000000", &out), 0) << out;
+  EXPECT_EQ(out.find("kept none"), std::string::npos) << out;
+}
+
 // Issue 16, defect 8: calls never answered and distinct names past small
 // limits, through the binaries: nest and stats evict and fold, count it in
 // their JSON, warn once on stderr naming the flag (not with -q), and pair
