@@ -273,9 +273,10 @@ std::string ResultToText(const NestingResult& r) {
         pat.count ? pat.total_latency_s / static_cast<double>(pat.count) : 0;
     out << "\n#" << ++rank << "  " << pat.signature << "\n";
     std::snprintf(buf, sizeof buf,
-                  "  count %llu, total latency %.3f s, mean latency %s\n",
+                  "  count %llu, total latency %s, mean latency %s\n",
                   static_cast<unsigned long long>(pat.count),
-                  pat.total_latency_s, FormatSeconds(mean).c_str());
+                  FormatSeconds(pat.total_latency_s).c_str(),
+                  FormatSeconds(mean).c_str());
     out << buf;
     Culprit culprit = FindCulprit(pat);
     if (pat.root.latency.mean_s() > 0) {

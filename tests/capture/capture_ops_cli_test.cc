@@ -262,22 +262,29 @@ TEST(CaptureOpsCliTest, RealCapturesShowEachProtocolsOperations) {
 // Two real captures made on one machine (SOURCES.md): the clients and the
 // server share an address (127.0.0.1, ::1). Named by address alone, every
 // call was the host calling itself and nest found no pattern at all; with
-// the default flags the server is named by its port and each request is a
-// pattern of its own.
+// the default flags the server is named by its port and each operation is
+// a pattern of its own. Totals below a second are written in their unit
+// (they were "0.000 s").
 TEST(CaptureOpsCliTest, OneMachineCapturesGivePatternsWithDefaultFlags) {
   TempDir dir;
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"redis_resp_benchmark.pcap", "clients->127.0.0.1:6379[redis:LRANGE]"},
-      {"http_1000_requests_one_dropped_response.pcap.gz",
-       "clients->[::1]:80[http:GET:/]"},
+  struct Case {
+    std::string file, signature, total;
   };
-  for (const auto& [file, signature] : cases) {
+  const std::vector<Case> cases = {
+      {"redis_resp_benchmark.pcap", "clients->127.0.0.1:6379[redis:LRANGE]",
+       "count 4, total latency 290.0 us, mean latency 72.5 us"},
+      {"http_1000_requests_one_dropped_response.pcap.gz",
+       "clients->[::1]:80[http:GET:/]",
+       "count 999, total latency 37.826 ms, mean latency 37.9 us"},
+  };
+  for (const auto& [file, signature, total] : cases) {
     const std::string pcap = std::string(BBPROF_SHARED_DIR) + "/pcaps/" + file;
     const std::string trace = dir.File("one.trace");
     std::string out;
     ASSERT_EQ(RunCli("capture -q -r " + pcap + " -o " + trace, &out), 0) << out;
     ASSERT_EQ(RunCli("nest -q " + trace, &out), 0) << out;
     EXPECT_NE(out.find(signature), std::string::npos) << file << "\n" << out;
+    EXPECT_NE(out.find(total), std::string::npos) << file << "\n" << out;
     EXPECT_EQ(out.find("no path patterns found"), std::string::npos) << file;
   }
 }
