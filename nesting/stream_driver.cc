@@ -927,17 +927,16 @@ class StreamDriver {
   }
 
   // `spare`: the table of the segment nested before on this thread, whose
-  // storage this one fills and then hands back (CallTable::Recycle).
+  // storage this one fills (AssignSegment recycles it) and then hands back.
   static SegmentResult Nest(Job& job, CallTable* spare) {
     AssignedSegment a;
     a.table = std::move(*spare);
-    SegmentResult out = Nest(job, &a);
+    SegmentResult out = NestInto(job, &a);
     *spare = std::move(a.table);
-    spare->Recycle();
     return out;
   }
 
-  static SegmentResult Nest(Job& job, AssignedSegment* assigned) {
+  static SegmentResult NestInto(Job& job, AssignedSegment* assigned) {
     SegmentResult out;
     out.counts = std::move(job.counts);
     AssignedSegment& a = *assigned;
