@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "nesting/call_table.h"
 #include "nesting/nesting.h"
+#include "nesting/workers.h"
 
 namespace bbprof::nesting {
 
@@ -83,6 +85,207 @@ void SweepEnclosing(const CallTable& table, trace::TimeNs w, Visit&& visit) {
     }
     visit(child, calls);
   }
+}
+
+// The sweep above split into parts of the return order, run on `parts`
+// threads (RunParts), with the visits of each part handed to its own State
+// (visit(state, part, child, calls)); the states come back in part order,
+// with `bounds` (part p visited the children at return positions
+// [bounds[p], bounds[p + 1])). Every visit sees exactly the calls, in the
+// order, that SweepEnclosing gives it, so states merged in part order give
+// the one-thread result (docs/nesting.md, "The threads driver as built").
+//
+// A part rebuilds the sweep's state at its first return instead of walking
+// there: with both orders sorted by time (ret_order by return, the call
+// order by call; both always are, see the check below) the calls started
+// before it are the first c0 in call order, c0 the calls made by the
+// previous return plus w, and each leaves its callee's list exactly when
+// its own return is swept, if it was started by then (call <= ret + w);
+// a call stamped more than w after its own return (possible once clocks
+// are corrected) was started only after, so it stays. The recent lists
+// are the returns of the last w. A part checks that the stretch of each
+// order it walks is sorted, and that it ends where the next one starts;
+// if either order is not, the whole sweep runs again on one thread.
+template <class State>
+struct SweepParts {
+  std::vector<State> states;
+  std::vector<size_t> bounds;
+};
+
+template <class State, class Visit>
+SweepParts<State> SweepEnclosingInParts(const CallTable& table,
+                                        trace::TimeNs window, int parts,
+                                        Visit&& visit) {
+  // Below this many returns a part, rebuilding its state costs more than
+  // the part saves.
+  constexpr size_t kMinPart = 4096;
+  const std::vector<Pair>& pairs = table.pairs;
+  const std::vector<uint32_t>& order = table.ret_order;
+  const size_t n_pairs = pairs.size(), n_ret = order.size();
+  const size_t n_nodes = table.names.size();
+  SweepParts<State> out;
+  auto one_part = [&] {
+    out.states.assign(1, State{});
+    out.bounds = {0, n_ret};
+    SweepEnclosing(table, window,
+                   [&](uint32_t child, const std::vector<uint32_t>& calls) {
+                     visit(out.states[0], 0, child, calls);
+                   });
+    return std::move(out);
+  };
+  const size_t n_parts =
+      std::min(static_cast<size_t>(std::max(parts, 1)), n_ret / kMinPart);
+  if (n_parts <= 1) return one_part();
+  auto call_at = [&](size_t i) { return pairs[table.InCallOrder(i)].call; };
+  auto ret_at = [&](size_t j) { return pairs[order[j]].ret; };
+  out.bounds.resize(n_parts + 1);
+  std::vector<size_t> first_call(n_parts + 1, 0);
+  for (size_t p = 0; p <= n_parts; ++p) {
+    out.bounds[p] = n_ret * p / n_parts;
+    if (p == 0) continue;
+    if (p == n_parts) {
+      first_call[p] = n_pairs;
+      continue;
+    }
+    // The calls started when the return before the part was swept: those
+    // made by its horizon (a binary search, valid if sorted: checked).
+    const trace::TimeNs horizon = ret_at(out.bounds[p] - 1) + window;
+    size_t lo = 0, hi = n_pairs;
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (call_at(mid) <= horizon) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    first_call[p] = lo;
+  }
+  // When each call leaves the lists: 0 not swept (in the lists from its
+  // start if it returned at all), j + 1 at return position j, kStays never.
+  constexpr uint32_t kStays = 0xFFFFFFFFu;
+  // Filled by the parts (the pages are first touched on two threads).
+  std::unique_ptr<uint32_t[]> gone(new uint32_t[n_pairs]);
+  RunParts(static_cast<int>(n_parts), [&](int p) {
+    const auto part = static_cast<size_t>(p);
+    std::fill(gone.get() + n_pairs * part / n_parts,
+              gone.get() + n_pairs * (part + 1) / n_parts, 0u);
+  });
+  RunParts(static_cast<int>(n_parts), [&](int p) {
+    const auto part = static_cast<size_t>(p);
+    for (size_t j = out.bounds[part]; j < out.bounds[part + 1]; ++j) {
+      const Pair& c = pairs[order[j]];
+      gone[order[j]] =
+          c.call <= c.ret + window ? static_cast<uint32_t>(j + 1) : kStays;
+    }
+  });
+  out.states.assign(n_parts, State{});
+  std::vector<char> sorted(n_parts, 1);
+  RunParts(static_cast<int>(n_parts), [&](int p) {
+    const auto part = static_cast<size_t>(p);
+    const size_t begin = out.bounds[part], end = out.bounds[part + 1];
+    // The table's arrays by pointer, copied to this thread: a visit may
+    // write a member of the table beside them (FindCandidates' part 0
+    // fills table->cands), and reading the vectors there on every step
+    // shared that cache line between the threads.
+    const Pair* const pairs_at = pairs.data();
+    const uint32_t* const ret_order = order.data();
+    const size_t n = pairs.size();
+    const trace::TimeNs w = window;
+    const uint32_t* const by_call =
+        table.call_order.empty() ? nullptr : table.call_order.data();
+    auto call_index = [by_call](size_t i) {
+      return by_call != nullptr ? by_call[i] : static_cast<uint32_t>(i);
+    };
+    auto call_time = [pairs_at, call_index](size_t i) {
+      return pairs_at[call_index(i)].call;
+    };
+    std::vector<std::vector<uint32_t>> active(n_nodes);
+    std::vector<std::deque<uint32_t>> recent(n_nodes);
+    size_t ci = first_call[part];
+    for (size_t i = 0; i < ci; ++i) {
+      const uint32_t k = call_index(i);
+      const uint32_t g = gone[k];
+      if (g == 0 ? pairs_at[k].ret >= 0 : g > begin) {
+        active[pairs_at[k].callee].push_back(k);
+      }
+    }
+    if (w > 0 && begin > 0) {
+      const trace::TimeNs from = pairs_at[ret_order[begin]].ret - w;
+      size_t lo = 0, hi = begin;
+      while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (pairs_at[ret_order[mid]].ret < from) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      for (size_t j = lo; j < begin; ++j) {
+        recent[pairs_at[ret_order[j]].callee].push_back(ret_order[j]);
+      }
+    }
+    // From here on, SweepEnclosing's loop, checking the orders as it goes.
+    State& state = out.states[part];
+    std::vector<uint32_t> calls;
+    for (size_t j = begin; j < end; ++j) {
+      const uint32_t child = ret_order[j];
+      const Pair& c = pairs_at[child];
+      if (j > 0 && c.ret < pairs_at[ret_order[j - 1]].ret) {
+        sorted[part] = 0;
+        return;
+      }
+      const trace::TimeNs horizon = c.ret + w;
+      for (; ci < n && call_time(ci) <= horizon; ++ci) {
+        if (ci > 0 && call_time(ci) < call_time(ci - 1)) {
+          sorted[part] = 0;
+          return;
+        }
+        const uint32_t k = call_index(ci);
+        if (pairs_at[k].ret >= 0) active[pairs_at[k].callee].push_back(k);
+      }
+      auto& own = active[c.callee];
+      auto pos = std::find(own.begin(), own.end(), child);
+      if (pos != own.end()) own.erase(pos);
+      if (w > 0) {
+        auto& rq = recent[c.callee];
+        while (!rq.empty() && pairs_at[rq.front()].ret < c.ret - w) {
+          rq.pop_front();
+        }
+        rq.push_back(child);
+      }
+      calls.clear();
+      for (uint32_t p2 : active[c.caller]) {
+        if (p2 != child) calls.push_back(p2);
+      }
+      if (w > 0) {
+        auto& rq = recent[c.caller];
+        while (!rq.empty() && pairs_at[rq.front()].ret < c.ret - w) {
+          rq.pop_front();
+        }
+        for (uint32_t p2 : rq) {
+          if (p2 != child) calls.push_back(p2);
+        }
+      }
+      visit(state, p, child, calls);
+    }
+    // The next part starts where this one ended; the last checks the calls
+    // made after every return.
+    if (part + 1 < n_parts) {
+      if (ci != first_call[part + 1]) sorted[part] = 0;
+    } else {
+      for (size_t i = std::max<size_t>(ci, 1); i < n; ++i) {
+        if (call_time(i) < call_time(i - 1)) {
+          sorted[part] = 0;
+          break;
+        }
+      }
+    }
+  });
+  for (char s : sorted) {
+    if (s == 0) return one_part();
+  }
+  return out;
 }
 
 // Fills table->cands and each pair's candidate range, under the windows

@@ -148,8 +148,12 @@ std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
     }
     return out;
   }
-  // Union-find over the calls, by size, with path halving.
-  std::vector<uint32_t> up(n), size(n, 1);
+  // Union-find over the calls with path halving, each component's root its
+  // first call (the smaller root wins a union), so that the components
+  // come in the order of their first call by walking the calls in order.
+  // The pairs (56 bytes each) are read once; the passes after read the
+  // arrays of 4 and 8 bytes (the pass had read the pairs four times).
+  std::vector<uint32_t> up(n), n_cands(n);
   std::iota(up.begin(), up.end(), 0u);
   auto find = [&](uint32_t x) {
     while (up[x] != x) {
@@ -158,39 +162,47 @@ std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
     }
     return x;
   };
+  uint64_t total = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const Pair& c = pairs[i];
+    n_cands[i] = c.cand_end - c.cand_begin;
+    total += n_cands[i];
     for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
-      uint32_t a = find(i), b = find(table.cands[k]);
-      if (a == b) continue;
-      if (size[a] < size[b]) std::swap(a, b);
-      up[b] = a;
-      size[a] += size[b];
+      const uint32_t a = find(i), b = find(table.cands[k]);
+      if (a < b) {
+        up[b] = a;
+      } else if (b < a) {
+        up[a] = b;
+      }
     }
   }
-  // A component's weight: its candidates, what its choices cost.
-  std::vector<uint64_t> weight(n, 0);
+  // A component's weight, at its root: its candidates, what its choices
+  // cost. Every call then points at its root.
+  // (candidates are indexed by uint32_t, so their count fits one).
+  std::vector<uint32_t> weight(n, 0);
+  uint32_t with_cands = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    weight[find(i)] += pairs[i].cand_end - pairs[i].cand_begin;
+    with_cands += n_cands[i] != 0;
+    const uint32_t r = find(i);
+    up[i] = r;
+    weight[r] += n_cands[i];
   }
   // Components in the order of their first call, cut into runs of equal
   // weight: each part a stretch of time, so threads write apart in memory.
-  uint64_t total = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (up[i] == i) total += weight[i];
-  }
-  std::vector<uint32_t> root_part(n, kNone);
+  // A root's weight is replaced by its part once counted.
   uint64_t before = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t r = find(i);
-    if (root_part[r] != kNone || weight[r] == 0) continue;
-    root_part[r] = static_cast<uint32_t>(
+    if (up[i] != i || weight[i] == 0) continue;
+    const uint64_t w = weight[i];
+    weight[i] = static_cast<uint32_t>(
         std::min<uint64_t>(out.size() - 1, before * out.size() / total));
-    before += weight[r];
+    before += w;
   }
+  // Room for every call in each list: only the pages a list fills are
+  // touched, and none is copied as it grows.
+  for (auto& part : out) part.reserve(with_cands);
   for (uint32_t i = 0; i < n; ++i) {
-    if (pairs[i].cand_end == pairs[i].cand_begin) continue;
-    out[root_part[find(i)]].push_back(i);
+    if (n_cands[i] != 0) out[weight[up[i]]].push_back(i);
   }
   return out;
 }

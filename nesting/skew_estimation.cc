@@ -16,6 +16,7 @@
 
 #include "nesting/assignment.h"
 #include "nesting/bins.h"
+#include "nesting/candidates.h"
 #include "nesting/parent_choice.h"
 #include "trace/timestamp.h"
 
@@ -35,18 +36,22 @@ using trace::TimeNs;
 // measured with an assumed return (ImputeLostReturns). Pathids are
 // ignored, so evaluation's "cheating" run gets the same windows.
 void EstimateSkew(const CallTable& table, SkewState* state, Params* params) {
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pair* const pairs = table.pairs.data();
   struct Needs {
     uint64_t children = 0, missed = 0;
     std::vector<TimeNs> start, end;
   };
   // Per edge, numbered by a flat index as the sweep first meets it (a
-  // std::unordered_map lookup per child was a third of this pass).
-  KeyIndex edge_ids;
-  std::vector<Needs> by_id;
-  SweepEnclosing(
-      table, kAutoSkewCap,
-      [&](uint32_t child, const std::vector<uint32_t>& calls) {
+  // std::unordered_map lookup per child was a third of this pass). Each
+  // part of the sweep numbers its own; merged in part order below, the
+  // edges and their lists are in the order one sweep would give.
+  struct alignas(64) Part {
+    KeyIndex edge_ids;
+    std::vector<Needs> by_id;
+  };
+  SweepParts<Part> parts = SweepEnclosingInParts<Part>(
+      table, kAutoSkewCap, params->threads,
+      [&](Part& part, int, uint32_t child, const std::vector<uint32_t>& calls) {
         const Pair& c = pairs[child];
         TimeNs best_start = 0, best_end = 0, best = -1;
         for (uint32_t p : calls) {
@@ -68,15 +73,31 @@ void EstimateSkew(const CallTable& table, SkewState* state, Params* params) {
           }
         }
         if (best < 0) return;
-        const auto [id, inserted] = edge_ids.Insert(CallTable::EdgeKey(c));
-        if (inserted) by_id.emplace_back();
-        Needs& n = by_id[id];
+        const auto [id, inserted] =
+            part.edge_ids.Insert(CallTable::EdgeKey(c));
+        if (inserted) part.by_id.emplace_back();
+        Needs& n = part.by_id[id];
         ++n.children;
         if (best == 0) return;
         ++n.missed;
         if (best_start > 0) n.start.push_back(best_start);
         if (best_end > 0) n.end.push_back(best_end);
       });
+  KeyIndex& edge_ids = parts.states[0].edge_ids;
+  std::vector<Needs>& by_id = parts.states[0].by_id;
+  for (size_t p = 1; p < parts.states.size(); ++p) {
+    Part& part = parts.states[p];
+    for (uint32_t local = 0; local < part.edge_ids.size(); ++local) {
+      const auto [id, inserted] = edge_ids.Insert(part.edge_ids.key(local));
+      if (inserted) by_id.emplace_back();
+      Needs& n = by_id[id];
+      Needs& more = part.by_id[local];
+      n.children += more.children;
+      n.missed += more.missed;
+      n.start.insert(n.start.end(), more.start.begin(), more.start.end());
+      n.end.insert(n.end.end(), more.end.begin(), more.end.end());
+    }
+  }
   TimeNs widest = 0;
   for (uint32_t id = 0; id < edge_ids.size(); ++id) {
     const uint64_t edge = edge_ids.key(id);

@@ -7,12 +7,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nesting/bins.h"
 #include "nesting/call_pairs.h"
+#include "nesting/candidates.h"
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
 #include "nesting/skew.h"
@@ -1092,6 +1095,136 @@ TEST(NestingTest, SortByReturnIsAStableSortOfTheWhole) {
     std::stable_sort(expected.begin(), expected.end(), by_return);
     SortByReturn(&table);
     ASSERT_EQ(order, expected) << "round " << round;
+  }
+}
+
+// A random call table for the sweep: calls stamped in index order (or,
+// with `corrected`, in a call order of their own as after clock
+// correction), returns in a sorted ret_order with ties, returns lost (not
+// in ret_order), a few returned calls left out of ret_order (the probe's
+// first calls keep such), and calls stamped more than the window after
+// their own return (negative durations once clocks are corrected).
+CallTable SweepTable(std::mt19937_64& rng, int n, bool corrected) {
+  CallTable table;
+  const int nodes = 2 + static_cast<int>(rng() % 5);
+  for (int i = 0; i < nodes; ++i) table.names.push_back("n" + std::to_string(i));
+  trace::TimeNs t = 0;
+  for (int i = 0; i < n; ++i) {
+    Pair p;
+    t += static_cast<trace::TimeNs>(rng() % 40);
+    p.call = t;
+    p.caller = static_cast<trace::NodeId>(rng() % nodes);
+    p.callee = static_cast<trace::NodeId>(rng() % nodes);
+    const uint64_t kind = rng() % 1000;
+    if (kind < 50) {
+      p.ret = -1;  // lost
+    } else if (kind < 80) {
+      p.ret = std::max<trace::TimeNs>(0, t - 200 - static_cast<trace::TimeNs>(rng() % 300));
+    } else if (kind < 82) {
+      p.ret = t + 100000;  // long: in flight across many parts
+    } else {
+      p.ret = t + static_cast<trace::TimeNs>(rng() % 400);
+    }
+    table.pairs.push_back(p);
+  }
+  if (corrected) {
+    // Calls moved by up to 60 and sorted again, as ApplyClocks does.
+    for (Pair& p : table.pairs) p.call += static_cast<trace::TimeNs>(rng() % 61) - 30;
+    table.call_order.resize(table.pairs.size());
+    std::iota(table.call_order.begin(), table.call_order.end(), 0u);
+    std::stable_sort(table.call_order.begin(), table.call_order.end(),
+                     [&](uint32_t a, uint32_t b) {
+                       return table.pairs[a].call < table.pairs[b].call;
+                     });
+  }
+  for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i) {
+    if (table.pairs[i].ret >= 0 && rng() % 200 != 0) table.ret_order.push_back(i);
+  }
+  std::stable_sort(table.ret_order.begin(), table.ret_order.end(),
+                   [&](uint32_t a, uint32_t b) {
+                     return table.pairs[a].ret < table.pairs[b].ret;
+                   });
+  return table;
+}
+
+using SweepVisits = std::vector<std::pair<uint32_t, std::vector<uint32_t>>>;
+
+SweepVisits OneSweep(const CallTable& table, trace::TimeNs w) {
+  SweepVisits visits;
+  SweepEnclosing(table, w, [&](uint32_t child, const std::vector<uint32_t>& calls) {
+    visits.emplace_back(child, calls);
+  });
+  return visits;
+}
+
+SweepVisits SweepInParts(const CallTable& table, trace::TimeNs w, int parts,
+                         size_t* parts_used) {
+  SweepParts<SweepVisits> out = SweepEnclosingInParts<SweepVisits>(
+      table, w, parts,
+      [](SweepVisits& v, int, uint32_t child, const std::vector<uint32_t>& calls) {
+        v.emplace_back(child, calls);
+      });
+  *parts_used = out.states.size();
+  EXPECT_EQ(out.bounds.size(), out.states.size() + 1);
+  SweepVisits all;
+  for (size_t p = 0; p < out.states.size(); ++p) {
+    EXPECT_EQ(out.states[p].size(), out.bounds[p + 1] - out.bounds[p]);
+    all.insert(all.end(), out.states[p].begin(), out.states[p].end());
+  }
+  return all;
+}
+
+// Each part of the split sweep rebuilds the calls in flight at its first
+// return (docs/nesting.md, "The threads driver as built"): every child
+// must see the calls, in the order, that one sweep gives it, whatever the
+// window, the number of parts, lost returns, calls in flight over many
+// parts, calls stamped after their own return, or a call order of its own.
+TEST(NestingTest, SweepInPartsVisitsAsOneSweep) {
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 6; ++round) {
+    const bool corrected = round % 2 == 1;
+    const CallTable table = SweepTable(rng, 20000 + static_cast<int>(rng() % 9000), corrected);
+    for (trace::TimeNs w : {trace::TimeNs{0}, trace::TimeNs{30}, trace::TimeNs{250}}) {
+      const SweepVisits one = OneSweep(table, w);
+      ASSERT_EQ(one.size(), table.ret_order.size());
+      for (int parts : {2, 3 + round % 2}) {
+        size_t used = 0;
+        const SweepVisits split = SweepInParts(table, w, parts, &used);
+        EXPECT_EQ(used, static_cast<size_t>(parts)) << "round " << round;
+        ASSERT_EQ(split.size(), one.size());
+        for (size_t i = 0; i < one.size(); ++i) {
+          ASSERT_EQ(split[i], one[i]) << "round " << round << " w " << w
+                                      << " parts " << parts << " visit " << i;
+        }
+      }
+    }
+  }
+}
+
+// Orders that are not sorted by time (never made by the drivers) cannot be
+// split: the sweep runs on one thread, as SweepEnclosing.
+TEST(NestingTest, SweepInPartsOfUnsortedOrdersIsOneSweep) {
+  std::mt19937_64 rng(23);
+  for (int round = 0; round < 4; ++round) {
+    CallTable table = SweepTable(rng, 20000, round >= 2);
+    // Two returns swapped in the second half, or two calls in the first.
+    if (round % 2 == 0) {
+      const size_t j = table.ret_order.size() * 3 / 4;
+      while (table.pairs[table.ret_order[j]].ret ==
+             table.pairs[table.ret_order[j + 1]].ret) {
+        table.pairs[table.ret_order[j + 1]].ret += 1;
+      }
+      std::swap(table.ret_order[j], table.ret_order[j + 1]);
+    } else if (table.call_order.empty()) {
+      table.pairs[100].call = table.pairs[5000].call + 10;
+    } else {
+      std::swap(table.call_order[100], table.call_order[5000]);
+    }
+    const SweepVisits one = OneSweep(table, 30);
+    size_t used = 0;
+    const SweepVisits split = SweepInParts(table, 30, 3, &used);
+    EXPECT_EQ(used, 1u) << "round " << round;
+    EXPECT_EQ(split, one) << "round " << round;
   }
 }
 
