@@ -622,7 +622,7 @@ class TimelineModel {
     }
     unseen_index_.Build(items);
     score_cache_.assign(pairs_.size(), std::numeric_limits<float>::quiet_NaN());
-    LearnGrandchildCounts();
+    LearnGrandchildCounts(parts);
     LearnGroupOrder();
     LearnFanIn();
     LearnSharedIds();
@@ -1132,31 +1132,66 @@ class TimelineModel {
     return 0;
   }
 
-  void LearnGrandchildCounts() {
+  // Learned over ranges of the calls on `parts` threads: the counts of
+  // children (whole numbers, so sums in any order are exact) merged in
+  // range order, which numbers the pairs of edges as one walk would; the
+  // expected distributions (sums of fractions, whose order shows in the
+  // last bits) computed in parallel a stretch of calls at a time and then
+  // added on one thread in call order, as one walk adds them.
+  void LearnGrandchildCounts(int parts) {
     grand_log_.clear();
+    const auto n_pairs = static_cast<uint64_t>(pairs_.size());
+    const auto n_parts = static_cast<uint64_t>(std::max(parts, 1));
     // Per (edge of a call, edge of its children): the distribution of the
     // number of such children per call; and per edge, the child edges.
     // (Edges are numbered densely: arrays by edge; the pairs of edges
     // numbered by a KeyIndex, their distributions under those numbers.)
+    struct alignas(64) ChildCounts {
+      KeyIndex index;
+      std::vector<CountDist> dist;
+      std::vector<double> calls_on_edge;
+    };
+    std::vector<ChildCounts> part_counts(n_parts);
+    RunParts(static_cast<int>(n_parts), [&](int part) {
+      ChildCounts& out = part_counts[static_cast<size_t>(part)];
+      out.calls_on_edge.assign(edge_count_, 0.0);
+      std::vector<std::pair<uint32_t, int>> counts;
+      const auto end = static_cast<uint32_t>(n_pairs * (part + 1) / n_parts);
+      for (auto p = static_cast<uint32_t>(n_pairs * part / n_parts); p < end;
+           ++p) {
+        if (pairs_[p].ret < 0) continue;
+        out.calls_on_edge[edge_of_[p]] += 1;
+        counts.clear();
+        CountChildren(p, kNone, &counts);
+        for (const auto& [e, n] : counts) {
+          const auto [k, inserted] = out.index.Insert(PairKey(edge_of_[p], e));
+          if (inserted) out.dist.emplace_back().fill(0.0);
+          out.dist[k][std::min(n, kGrandchildCap)] += 1;
+        }
+      }
+    });
     KeyIndex child_index;
     std::vector<CountDist> child_dist;
     std::vector<double> calls_on_edge(edge_count_, 0.0);
     std::vector<std::vector<uint32_t>> child_edges(edge_count_);
-    std::vector<std::pair<uint32_t, int>> counts;
-    for (uint32_t p = 0; p < pairs_.size(); ++p) {
-      if (pairs_[p].ret < 0) continue;
-      calls_on_edge[edge_of_[p]] += 1;
-      counts.clear();
-      CountChildren(p, kNone, &counts);
-      for (const auto& [e, n] : counts) {
-        const auto [k, inserted] = child_index.Insert(PairKey(edge_of_[p], e));
+    for (ChildCounts& part : part_counts) {
+      for (uint32_t local = 0; local < part.index.size(); ++local) {
+        const uint64_t key = part.index.key(local);
+        const auto [k, inserted] = child_index.Insert(key);
         if (inserted) {
           child_dist.emplace_back().fill(0.0);
-          child_edges[edge_of_[p]].push_back(e);
+          child_edges[static_cast<uint32_t>(key >> 32)].push_back(
+              static_cast<uint32_t>(key));
         }
-        child_dist[k][std::min(n, kGrandchildCap)] += 1;
+        for (int i = 0; i <= kGrandchildCap; ++i) {
+          child_dist[k][i] += part.dist[local][i];
+        }
+      }
+      for (size_t e = 0; e < edge_count_; ++e) {
+        calls_on_edge[e] += part.calls_on_edge[e];
       }
     }
+    part_counts.clear();
     for (uint32_t k = 0; k < child_index.size(); ++k) {
       CountDist& d = child_dist[k];
       const double total =
@@ -1170,46 +1205,85 @@ class TimelineModel {
     // distribution under independent children.
     KeyIndex grand_keys;
     std::vector<std::pair<CountDist, CountDist>> grand;
-    std::vector<uint32_t> edges;
-    for (uint32_t g = 0; g < pairs_.size(); ++g) {
-      if (pairs_[g].first_child == kNone || Crowded(g)) continue;
-      edges.clear();
-      for (uint32_t p = pairs_[g].first_child; p != kNone;
-           p = pairs_[p].next_sibling) {
-        const std::vector<uint32_t>& below = child_edges[edge_of_[p]];
-        edges.insert(edges.end(), below.begin(), below.end());
+    auto add = [&](uint64_t key, int observed, const CountDist& independent) {
+      const auto [k, inserted] = grand_keys.Insert(key);
+      if (inserted) {
+        grand.emplace_back();
+        grand.back().first.fill(0.0);
+        grand.back().second.fill(0.0);
       }
-      if (edges.empty() || !CountGrandchildren(g, kNone, &counts)) continue;
-      std::sort(edges.begin(), edges.end());
-      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-      for (uint32_t e : edges) {
-        CountDist independent{};
-        independent[0] = 1;
+      grand[k].first[observed] += 1;
+      for (int i = 0; i <= kGrandchildCap; ++i)
+        grand[k].second[i] += independent[i];
+    };
+    // The calls from `begin` to `end`, each (G, grandchild edge) handed to
+    // emit(key, observed count, expected distribution) in call order.
+    auto walk = [&](uint32_t begin, uint32_t end, auto&& emit) {
+      std::vector<std::pair<uint32_t, int>> counts;
+      std::vector<uint32_t> edges;
+      for (uint32_t g = begin; g < end; ++g) {
+        if (pairs_[g].first_child == kNone || Crowded(g)) continue;
+        edges.clear();
         for (uint32_t p = pairs_[g].first_child; p != kNone;
              p = pairs_[p].next_sibling) {
-          const uint32_t k = child_index.Find(PairKey(edge_of_[p], e));
-          if (k == KeyIndex::kMissing) continue;
-          const CountDist& dist = child_dist[k];
-          CountDist sum{};
-          for (int i = 0; i <= kGrandchildCap; ++i) {
-            // (Skipping a zero adds nothing the sum would have had: the
-            // counts are finite, 0 * x is +0.)
-            if (independent[i] == 0) continue;
-            for (int j = 0; j <= kGrandchildCap; ++j) {
-              sum[std::min(i + j, kGrandchildCap)] += independent[i] * dist[j];
+          const std::vector<uint32_t>& below = child_edges[edge_of_[p]];
+          edges.insert(edges.end(), below.begin(), below.end());
+        }
+        if (edges.empty() || !CountGrandchildren(g, kNone, &counts)) continue;
+        std::sort(edges.begin(), edges.end());
+        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+        for (uint32_t e : edges) {
+          CountDist independent{};
+          independent[0] = 1;
+          for (uint32_t p = pairs_[g].first_child; p != kNone;
+               p = pairs_[p].next_sibling) {
+            const uint32_t k = child_index.Find(PairKey(edge_of_[p], e));
+            if (k == KeyIndex::kMissing) continue;
+            const CountDist& dist = child_dist[k];
+            CountDist sum{};
+            for (int i = 0; i <= kGrandchildCap; ++i) {
+              // (Skipping a zero adds nothing the sum would have had: the
+              // counts are finite, 0 * x is +0.)
+              if (independent[i] == 0) continue;
+              for (int j = 0; j <= kGrandchildCap; ++j) {
+                sum[std::min(i + j, kGrandchildCap)] += independent[i] * dist[j];
+              }
             }
+            independent = sum;
           }
-          independent = sum;
+          emit(PairKey(edge_of_[g], e),
+               std::min(CountOf(counts, e), kGrandchildCap), independent);
         }
-        const auto [k, inserted] = grand_keys.Insert(PairKey(edge_of_[g], e));
-        if (inserted) {
-          grand.emplace_back();
-          grand.back().first.fill(0.0);
-          grand.back().second.fill(0.0);
+      }
+    };
+    if (n_parts == 1) {
+      walk(0, static_cast<uint32_t>(n_pairs), add);
+    } else {
+      // A stretch at a time, so the records held stay a few megabytes.
+      struct Expected {
+        uint64_t key;
+        int observed;
+        CountDist independent;
+      };
+      struct alignas(64) Records {
+        std::vector<Expected> list;
+      };
+      std::vector<Records> records(n_parts);
+      constexpr uint64_t kStretch = 1 << 16;
+      for (uint64_t from = 0; from < n_pairs; from += kStretch * n_parts) {
+        const uint64_t to = std::min(n_pairs, from + kStretch * n_parts);
+        RunParts(static_cast<int>(n_parts), [&](int part) {
+          std::vector<Expected>& list = records[static_cast<size_t>(part)].list;
+          list.clear();
+          walk(static_cast<uint32_t>(from + (to - from) * part / n_parts),
+               static_cast<uint32_t>(from + (to - from) * (part + 1) / n_parts),
+               [&](uint64_t key, int observed, const CountDist& independent) {
+                 list.push_back({key, observed, independent});
+               });
+        });
+        for (const Records& part : records) {
+          for (const Expected& x : part.list) add(x.key, x.observed, x.independent);
         }
-        grand[k].first[std::min(CountOf(counts, e), kGrandchildCap)] += 1;
-        for (int i = 0; i <= kGrandchildCap; ++i)
-          grand[k].second[i] += independent[i];
       }
     }
     // Both with the multisets' half observation per count never seen.
