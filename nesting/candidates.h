@@ -36,54 +36,81 @@ struct EdgeWindow {
 // By child edge (CallTable::EdgeKey).
 using EdgeWindows = std::unordered_map<uint64_t, EdgeWindow>;
 
+// The sweep's lists between two returns (SweepEnclosing): per node, the
+// calls into it in flight, in call order, and with a window w the calls
+// into it that returned at most w ago, in return order. The table's
+// arrays are read by pointer (see SweepEnclosingInParts).
+class EnclosingLists {
+ public:
+  EnclosingLists(const Pair* pairs, size_t n_nodes, trace::TimeNs w)
+      : pairs_(pairs), w_(w), active_(n_nodes), recent_(n_nodes) {}
+
+  // Call k starts. Only calls that did return can be parents (a call
+  // whose return was lost would otherwise stay "open" forever and become
+  // a candidate for every later call into its node).
+  void Start(uint32_t k) {
+    if (pairs_[k].ret >= 0) active_[pairs_[k].callee].push_back(k);
+  }
+  // Call k returned before the sweep began (SweepEnclosingInParts).
+  void Returned(uint32_t k) { recent_[pairs_[k].callee].push_back(k); }
+
+  // The child's return: it leaves its callee's active list, and the calls
+  // into its caller in flight or returned at most w ago are listed.
+  const std::vector<uint32_t>& Return(uint32_t child) {
+    const Pair& c = pairs_[child];
+    auto& own = active_[c.callee];
+    auto pos = std::find(own.begin(), own.end(), child);
+    if (pos != own.end()) own.erase(pos);
+    if (w_ > 0) {
+      auto& rq = recent_[c.callee];
+      Expire(rq, c.ret);
+      rq.push_back(child);
+    }
+    calls_.clear();
+    for (uint32_t p : active_[c.caller]) {
+      if (p != child) calls_.push_back(p);
+    }
+    if (w_ > 0) {
+      auto& rq = recent_[c.caller];
+      Expire(rq, c.ret);
+      for (uint32_t p : rq) {
+        if (p != child) calls_.push_back(p);
+      }
+    }
+    return calls_;
+  }
+
+ private:
+  void Expire(std::deque<uint32_t>& rq, trace::TimeNs now) const {
+    while (!rq.empty() && pairs_[rq.front()].ret < now - w_) rq.pop_front();
+  }
+
+  const Pair* pairs_;
+  trace::TimeNs w_;
+  std::vector<std::vector<uint32_t>> active_;
+  std::vector<std::deque<uint32_t>> recent_;
+  std::vector<uint32_t> calls_;
+};
+
 // Walks the matched pairs in return order and hands each one, with every
 // call into its caller that is in flight or returned at most w ago (and
 // started by w after its return), to visit(child, calls). A call event
 // adds a pair to its callee's active list, a return event takes it out.
-// Only calls that did return can be parents (a call whose return was lost
-// would otherwise stay "open" forever and become a candidate for every
-// later call into its node).
 template <class Visit>
 void SweepEnclosing(const CallTable& table, trace::TimeNs w, Visit&& visit) {
   const std::vector<Pair>& pairs = table.pairs;
-  const size_t n_nodes = table.names.size();
-  std::vector<std::vector<uint32_t>> active(n_nodes);
-  // Recently returned pairs per node, kept for the skew window.
-  std::vector<std::deque<uint32_t>> recent(n_nodes);
-  std::vector<uint32_t> calls;
+  EnclosingLists lists(pairs.data(), table.names.size(), w);
   size_t ci = 0;  // next pair (in call order) to start
   for (uint32_t child : table.ret_order) {
-    const Pair& c = pairs[child];
     // With a skew window, a parent that starts after its child (by up to
     // w) must already be active when the child returns: start calls up
     // to w ahead of the return being processed.
-    const trace::TimeNs horizon = c.ret + w;
+    const trace::TimeNs horizon = pairs[child].ret + w;
     for (; ci < pairs.size() && pairs[table.InCallOrder(ci)].call <= horizon;
          ++ci) {
-      const uint32_t k = table.InCallOrder(ci);
-      if (pairs[k].ret >= 0) active[pairs[k].callee].push_back(k);
+      lists.Start(table.InCallOrder(ci));
     }
-    // The child itself leaves its callee's active list.
-    auto& own = active[c.callee];
-    auto pos = std::find(own.begin(), own.end(), child);
-    if (pos != own.end()) own.erase(pos);
-    if (w > 0) {
-      auto& rq = recent[c.callee];
-      while (!rq.empty() && pairs[rq.front()].ret < c.ret - w) rq.pop_front();
-      rq.push_back(child);
-    }
-    calls.clear();
-    for (uint32_t p : active[c.caller]) {
-      if (p != child) calls.push_back(p);
-    }
-    if (w > 0) {
-      auto& rq = recent[c.caller];
-      while (!rq.empty() && pairs[rq.front()].ret < c.ret - w) rq.pop_front();
-      for (uint32_t p : rq) {
-        if (p != child) calls.push_back(p);
-      }
-    }
-    visit(child, calls);
+    visit(child, lists.Return(child));
   }
 }
 
@@ -200,15 +227,12 @@ SweepParts<State> SweepEnclosingInParts(const CallTable& table,
     auto call_time = [pairs_at, call_index](size_t i) {
       return pairs_at[call_index(i)].call;
     };
-    std::vector<std::vector<uint32_t>> active(n_nodes);
-    std::vector<std::deque<uint32_t>> recent(n_nodes);
+    EnclosingLists lists(pairs_at, n_nodes, w);
     size_t ci = first_call[part];
     for (size_t i = 0; i < ci; ++i) {
       const uint32_t k = call_index(i);
       const uint32_t g = gone[k];
-      if (g == 0 ? pairs_at[k].ret >= 0 : g > begin) {
-        active[pairs_at[k].callee].push_back(k);
-      }
+      if (g == 0 || g > begin) lists.Start(k);
     }
     if (w > 0 && begin > 0) {
       const trace::TimeNs from = pairs_at[ret_order[begin]].ret - w;
@@ -221,53 +245,25 @@ SweepParts<State> SweepEnclosingInParts(const CallTable& table,
           hi = mid;
         }
       }
-      for (size_t j = lo; j < begin; ++j) {
-        recent[pairs_at[ret_order[j]].callee].push_back(ret_order[j]);
-      }
+      for (size_t j = lo; j < begin; ++j) lists.Returned(ret_order[j]);
     }
     // From here on, SweepEnclosing's loop, checking the orders as it goes.
     State& state = out.states[part];
-    std::vector<uint32_t> calls;
     for (size_t j = begin; j < end; ++j) {
       const uint32_t child = ret_order[j];
-      const Pair& c = pairs_at[child];
-      if (j > 0 && c.ret < pairs_at[ret_order[j - 1]].ret) {
+      const trace::TimeNs ret = pairs_at[child].ret;
+      if (j > 0 && ret < pairs_at[ret_order[j - 1]].ret) {
         sorted[part] = 0;
         return;
       }
-      const trace::TimeNs horizon = c.ret + w;
-      for (; ci < n && call_time(ci) <= horizon; ++ci) {
+      for (; ci < n && call_time(ci) <= ret + w; ++ci) {
         if (ci > 0 && call_time(ci) < call_time(ci - 1)) {
           sorted[part] = 0;
           return;
         }
-        const uint32_t k = call_index(ci);
-        if (pairs_at[k].ret >= 0) active[pairs_at[k].callee].push_back(k);
+        lists.Start(call_index(ci));
       }
-      auto& own = active[c.callee];
-      auto pos = std::find(own.begin(), own.end(), child);
-      if (pos != own.end()) own.erase(pos);
-      if (w > 0) {
-        auto& rq = recent[c.callee];
-        while (!rq.empty() && pairs_at[rq.front()].ret < c.ret - w) {
-          rq.pop_front();
-        }
-        rq.push_back(child);
-      }
-      calls.clear();
-      for (uint32_t p2 : active[c.caller]) {
-        if (p2 != child) calls.push_back(p2);
-      }
-      if (w > 0) {
-        auto& rq = recent[c.caller];
-        while (!rq.empty() && pairs_at[rq.front()].ret < c.ret - w) {
-          rq.pop_front();
-        }
-        for (uint32_t p2 : rq) {
-          if (p2 != child) calls.push_back(p2);
-        }
-      }
-      visit(state, p, child, calls);
+      visit(state, p, child, lists.Return(child));
     }
     // The next part starts where this one ended; the last checks the calls
     // made after every return.
