@@ -55,6 +55,8 @@ TimeNs BucketFor(TimeNs span) {
   }
 }
 
+void MergeNode(const PatternNode& later, PatternNode* node);
+
 class PatternBuilder {
  public:
   PatternBuilder(const CallTable& table, bool group_by_op, InputStats* stats,
@@ -253,24 +255,6 @@ class PatternBuilder {
 
   bool Owned(const Pair& p) const { return p.call >= from_ && p.call < until_; }
 
-  // The roots step 5 builds trees from: matched calls without candidate
-  // parents whose own return was seen.
-  bool IsCompleteRoot(uint32_t i) const {
-    const Pair& p = pairs_[i];
-    return p.ret >= 0 && p.cand_end == p.cand_begin && !p.imputed && Owned(p);
-  }
-
-  // The timeline's bucket for the span of the (owned) complete roots.
-  TimeNs TimelineBucket() const {
-    TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
-    for (uint32_t i = 0; i < pairs_.size(); ++i) {
-      if (!IsCompleteRoot(i)) continue;
-      first = std::min(first, pairs_[i].call);
-      last = std::max(last, pairs_[i].call);
-    }
-    return BucketFor(last > first ? last - first : 0);
-  }
-
   // An example request as observed, children in call order.
   ExampleCall BuildExample(uint32_t idx, TimeNs root_call) const {
     const Pair& p = pairs_[idx];
@@ -296,150 +280,156 @@ class PatternBuilder {
   // aggregated with every other tree of the same shape. Besides the
   // distributions, each pattern keeps its slowest and median instance and
   // a timeline of buckets: memory per pattern, not per instance.
-  // Step 5 in two passes over the roots, each cut into `parts` on threads
-  // of their own. Shapes: each part names the shapes of a range of roots in
-  // the order it first meets them, and the parts' lists, read in order,
-  // number the patterns as one pass would. Aggregates: each part owns whole
-  // patterns and adds their instances in root order, so every sum (the
-  // total latency in seconds too) is added in the order one pass adds it.
-  // The first pass keeps each instance as its calls in canonical order
-  // (Flatten), 4 bytes a call, which the second walks.
+  //
+  // The roots are cut into `parts` stretches of time, each on a thread of
+  // its own. A part names the shapes of its roots in the order it first
+  // meets them and adds each instance to a pattern of its own; the parts'
+  // lists, read in order, number the patterns as one pass would, and their
+  // patterns are merged in that order. Everything a part adds merges
+  // exactly: counts and histogram bins are integers, the histograms' sums
+  // are integer nanoseconds (exact below 2^53), the slowest and median
+  // instances are the earliest of the equals. What depends on its order
+  // is added after, from each part's list of roots, in root order: the
+  // total latency (a sum of seconds) and the timeline (whose buckets need
+  // the span of every part's roots). Until 2026-11-29 a second pass had
+  // each part own whole patterns and walk every root: on the 2 M-message
+  // trace one pattern held most of the calls, and the pass took as long on
+  // two threads as on one.
   Status FindCallPaths(int parts, std::vector<Pattern>* patterns) {
     root_pattern_.assign(pairs_.size(), kNone);
-    const TimeNs bucket = TimelineBucket();
-    struct alignas(64) Shapes {
+    struct Root {
+      uint32_t pattern;  // the part's local id until the merge
+      uint32_t call;
+    };
+    struct alignas(64) Part {
       std::vector<std::string> sigs;  // by local id, first seen first
       std::vector<uint32_t> first;    // the root each was first seen at
-      std::vector<uint64_t> weight;   // calls in its instances
-      // Per root with a pattern, in root order: its calls' count, then
-      // its calls in canonical pre-order (Flatten).
-      std::vector<uint32_t> flat;
+      std::vector<Pattern> patterns;  // by local id
+      std::vector<uint32_t> slowest;  // by local id: the slowest root
+      std::vector<Root> roots;        // in root order
+      // The first and last of its roots' calls (the timeline's span).
+      TimeNs first_call = std::numeric_limits<TimeNs>::max(), last_call = 0;
       uint64_t unfinished = 0;
       Status status = Status::Ok();
     };
-    std::vector<Shapes> shapes(static_cast<size_t>(parts));
+    std::vector<Part> part_of(static_cast<size_t>(parts));
     const auto n = static_cast<uint64_t>(pairs_.size());
-    auto range = [&](int part) {
-      return std::pair<uint32_t, uint32_t>(
-          static_cast<uint32_t>(n * part / parts),
-          static_cast<uint32_t>(n * (part + 1) / parts));
+    auto latency = [&](uint32_t i) { return pairs_[i].ret - pairs_[i].call; };
+    // The slowest of two roots, the earlier of equals.
+    auto slower = [&](uint32_t a, uint32_t b) {
+      return latency(a) > latency(b) || (latency(a) == latency(b) && a < b);
     };
     RunParts(parts, [&](int part) {
-      Shapes& sh = shapes[part];
+      Part& mine = part_of[part];
       ShapeTable table(*this);
       KeyIndex patterns_met;  // (caller, root shape) -> local id
-      const auto [begin, end] = range(part);
+      std::vector<uint32_t> flat;  // one instance's calls, canonical order
+      Intervals iv;
+      const auto begin = static_cast<uint32_t>(n * part / parts);
+      const auto end = static_cast<uint32_t>(n * (part + 1) / parts);
       for (uint32_t i = begin; i < end; ++i) {
         const Pair& p = pairs_[i];
         if (p.ret < 0 || p.cand_end != p.cand_begin || !Owned(p)) continue;
         if (p.imputed) {  // an incomplete instance: its latency is unknown
-          ++sh.unfinished;
+          ++mine.unfinished;
           continue;
         }
+        mine.first_call = std::min(mine.first_call, p.call);
+        mine.last_call = std::max(mine.last_call, p.call);
         InstNode inst;
-        sh.status = BuildInstance(i, 0, &table, &inst);
-        if (!sh.status.ok()) return;
+        mine.status = BuildInstance(i, 0, &table, &inst);
+        if (!mine.status.ok()) return;
         // Two local ids may share a signature (node names holding "->"):
         // the merge below joins patterns by signature.
         const auto [local, inserted] =
             patterns_met.Insert(uint64_t{p.caller} << 32 | inst.shape);
         if (inserted) {
-          sh.sigs.push_back(names_[p.caller] + "->" + table.key(inst.shape));
-          sh.first.push_back(i);
-          sh.weight.push_back(0);
+          mine.sigs.push_back(names_[p.caller] + "->" + table.key(inst.shape));
+          mine.first.push_back(i);
+          mine.patterns.emplace_back();
+          mine.slowest.push_back(i);
         }
-        root_pattern_[i] = local;
-        const size_t at = sh.flat.size();
-        sh.flat.push_back(0);
-        Flatten(inst, &sh.flat);
-        const auto size = static_cast<uint32_t>(sh.flat.size() - at - 1);
-        sh.flat[at] = size;
-        sh.weight[local] += size;
+        mine.roots.push_back({local, i});
+        flat.clear();
+        Flatten(inst, &flat);
+        const uint32_t* cur = flat.data();
+        Pattern& pat = mine.patterns[local];
+        ++pat.count;
+        Accumulate(cur, p.call, &pat.root, &iv);
+        if (slower(i, mine.slowest[local])) mine.slowest[local] = i;
       }
     });
+    // Local ids to global ones, in the order of first appearance, and each
+    // part's patterns into the result.
     std::unordered_map<std::string, size_t> index;
     std::vector<uint32_t> slowest;
-    std::vector<uint64_t> weight;
-    for (int part = 0; part < parts; ++part) {
-      Shapes& sh = shapes[part];
-      BBPROF_RETURN_IF_ERROR(sh.status);
-      stats_.unfinished_roots += sh.unfinished;
-      std::vector<uint32_t> global(sh.sigs.size());
-      for (size_t l = 0; l < sh.sigs.size(); ++l) {
-        auto [it, inserted] = index.try_emplace(sh.sigs[l], patterns->size());
+    TimeNs first = std::numeric_limits<TimeNs>::max(), last = 0;
+    for (Part& part : part_of) {
+      BBPROF_RETURN_IF_ERROR(part.status);
+      stats_.unfinished_roots += part.unfinished;
+      first = std::min(first, part.first_call);
+      last = std::max(last, part.last_call);
+      std::vector<uint32_t> global(part.sigs.size());
+      for (size_t l = 0; l < part.sigs.size(); ++l) {
+        auto [it, inserted] = index.try_emplace(part.sigs[l], patterns->size());
+        Pattern& from = part.patterns[l];
         if (inserted) {
-          const Pair& p = pairs_[sh.first[l]];
-          patterns->emplace_back();
-          patterns->back().caller = names_[p.caller];
-          patterns->back().shape = sh.sigs[l];
-          patterns->back().timeline.bucket_ns = bucket;
-          slowest.push_back(sh.first[l]);
-          weight.push_back(0);
+          patterns->push_back(std::move(from));
+          patterns->back().caller = names_[pairs_[part.first[l]].caller];
+          patterns->back().shape = std::move(part.sigs[l]);
+          slowest.push_back(part.slowest[l]);
+        } else {
+          Pattern& pat = (*patterns)[it->second];
+          MergeNode(from.root, &pat.root);
+          pat.count += from.count;
+          uint32_t& best = slowest[it->second];
+          if (slower(part.slowest[l], best)) best = part.slowest[l];
         }
         global[l] = static_cast<uint32_t>(it->second);
-        weight[it->second] += sh.weight[l];
       }
-      const auto [begin, end] = range(part);
-      for (uint32_t i = begin; i < end; ++i) {
-        if (root_pattern_[i] != kNone) {
-          root_pattern_[i] = global[root_pattern_[i]];
-        }
-      }
+      part.patterns = {};
+      for (Root& r : part.roots) r.pattern = global[r.pattern];
     }
-    // Patterns to parts, heaviest first to the lightest part.
-    std::vector<uint32_t> owner(patterns->size(), 0);
-    if (parts > 1) {
-      std::vector<uint32_t> order(patterns->size());
-      std::iota(order.begin(), order.end(), 0u);
-      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-        return weight[a] > weight[b];
-      });
-      std::vector<uint64_t> load(static_cast<size_t>(parts), 0);
-      for (uint32_t k : order) {
-        owner[k] = static_cast<uint32_t>(
-            std::min_element(load.begin(), load.end()) - load.begin());
-        load[owner[k]] += weight[k];
-      }
-    }
-    RunParts(parts, [&](int part) {
-      Intervals iv;
-      int q = 0;      // the first pass's part that root i was in
-      size_t at = 0;  // where root i's calls are in shapes[q].flat
-      for (uint32_t i = 0; i < pairs_.size(); ++i) {
-        const uint32_t k = root_pattern_[i];
-        if (k == kNone) continue;
-        while (i >= range(q).second) {
-          ++q;
-          at = 0;
-        }
-        const std::vector<uint32_t>& flat = shapes[q].flat;
-        const uint32_t* cur = flat.data() + at + 1;
-        at += flat[at] + 1;
-        if (owner[k] != static_cast<uint32_t>(part)) continue;
-        const Pair& p = pairs_[i];
-        Pattern& pat = (*patterns)[k];
-        ++pat.count;
+    // In root order: the total latency, the timeline.
+    const TimeNs bucket = BucketFor(last > first ? last - first : 0);
+    for (Pattern& pat : *patterns) pat.timeline.bucket_ns = bucket;
+    for (const Part& part : part_of) {
+      for (const Root& r : part.roots) {
+        Pattern& pat = (*patterns)[r.pattern];
+        const Pair& p = pairs_[r.call];
+        root_pattern_[r.call] = r.pattern;
         pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
-        Accumulate(cur, p.call, &pat.root, &iv);
         AddBuckets(p.call, 1, p.ret - p.call, &pat.timeline);
-        const Pair& best = pairs_[slowest[k]];
-        if (p.ret - p.call > best.ret - best.call) slowest[k] = i;
+      }
+    }
+    // The median instance: the first whose latency is nearest the pattern's
+    // p50, in a second pass over the roots (the p50 is known only now):
+    // each part's first nearest, then the earliest of the nearest.
+    const size_t n_patterns = patterns->size();
+    std::vector<double> p50(n_patterns);
+    for (size_t k = 0; k < n_patterns; ++k)
+      p50[k] = (*patterns)[k].root.latency.Quantile(0.5);
+    auto off = [&](uint32_t k, uint32_t i) {
+      return std::fabs(trace::NsToSeconds(latency(i)) - p50[k]);
+    };
+    std::vector<std::vector<uint32_t>> medians(static_cast<size_t>(parts));
+    RunParts(parts, [&](int part) {
+      std::vector<uint32_t>& median = medians[part];
+      median.assign(n_patterns, kNone);
+      for (const Root& r : part_of[part].roots) {
+        const uint32_t m = median[r.pattern];
+        if (m == kNone || off(r.pattern, r.call) < off(r.pattern, m)) {
+          median[r.pattern] = r.call;
+        }
       }
     });
-    // The median instance: the first whose latency is nearest the pattern's
-    // p50, in a second pass over the roots (the p50 is known only now).
-    std::vector<uint32_t> median(patterns->size(), kNone);
-    std::vector<double> p50(patterns->size());
-    for (size_t k = 0; k < patterns->size(); ++k)
-      p50[k] = (*patterns)[k].root.latency.Quantile(0.5);
-    for (uint32_t i = 0; i < pairs_.size(); ++i) {
-      uint32_t k = root_pattern_[i];
-      if (k == kNone) continue;
-      auto off = [&](uint32_t j) {
-        return std::fabs(trace::NsToSeconds(pairs_[j].ret - pairs_[j].call) -
-                         p50[k]);
-      };
-      if (median[k] == kNone || off(i) < off(median[k])) median[k] = i;
+    std::vector<uint32_t> median = std::move(medians[0]);
+    for (int part = 1; part < parts; ++part) {
+      for (size_t k = 0; k < n_patterns; ++k) {
+        const uint32_t m = medians[part][k];
+        if (m == kNone) continue;
+        if (median[k] == kNone || off(k, m) < off(k, median[k])) median[k] = m;
+      }
     }
     for (size_t k = 0; k < patterns->size(); ++k) {
       Pattern& pat = (*patterns)[k];

@@ -991,6 +991,51 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   }
 }
 
+// The pattern table's parts (docs/nesting.md, "The threads driver as
+// built"): each stretch of roots adds its instances to patterns of its own,
+// merged in order. Two shapes share one signature here (caller c into node
+// "W->X", caller "c->W" into X: both "c->W->X"), so even one part merges
+// two of its own patterns into one; every latency ties (2 ms, three of
+// 3 ms, at 0.05 s, 3 s and 5.95 s), so the slowest must be the earliest of
+// the equals wherever the parts cut, and the median the first root.
+TEST(NestCliTest, PatternsOfEveryPartMergeAsOnePass) {
+  TempDir dir;
+  std::string text;
+  for (int r = 0; r < 600; ++r) {
+    const int64_t t = int64_t{r} * 10'000'000;
+    const int64_t lat = r == 5 || r == 300 || r == 595 ? 3'000'000 : 2'000'000;
+    const std::string from = r % 2 == 0 ? "c" : "c->W";
+    const std::string to = r % 2 == 0 ? "W->X" : "X";
+    const std::string id = " " + std::to_string(r) + "\n";
+    auto seconds = [](int64_t ns) {
+      std::string frac = std::to_string(ns % 1'000'000'000);
+      return std::to_string(ns / 1'000'000'000) + "." +
+             std::string(9 - frac.size(), '0') + frac;
+    };
+    text += seconds(t) + " CALL " + from + " " + to + id;
+    text += seconds(t + lat) + " RET " + to + " " + from + id;
+  }
+  const std::string trace = dir.Write("ties.trace", text);
+  for (int threads : {1, 2, 3}) {
+    const std::string json = dir.File("t" + std::to_string(threads) + ".json");
+    std::string out;
+    ASSERT_EQ(RunCli("nest " + trace + " -q --clients keep --threads " +
+                         std::to_string(threads) + " --json " + json,
+                     &out),
+              0)
+        << out;
+    const auto j = nlohmann::json::parse(ReadFile(json));
+    ASSERT_EQ(j["patterns"].size(), 1u) << j.dump();
+    const auto& pat = j["patterns"][0];
+    EXPECT_EQ(pat["signature"], "c->W->X");
+    EXPECT_EQ(pat["count"], 600);
+    EXPECT_DOUBLE_EQ(pat["examples"]["slowest"]["at_s"].get<double>(), 0.05)
+        << threads;
+    EXPECT_DOUBLE_EQ(pat["examples"]["median"]["at_s"].get<double>(), 0.0)
+        << threads;
+  }
+}
+
 // Random traces (RandomPairingTrace) through nest on 1, 2 and 3 threads:
 // the parent choice, the timeline passes and the pattern table split over
 // components, parents and roots (docs/nesting.md, "The threads driver as
