@@ -19,7 +19,7 @@ namespace bbprof::nesting {
 // Gives `child` to `parent`, prepended to its children (they are put back
 // in call order when paths are built).
 inline void Attach(CallTable* table, uint32_t child, uint32_t parent) {
-  std::vector<Pair>& pairs = table->pairs;
+  Pairs& pairs = table->pairs;
   Pair& c = pairs[child];
   c.parent = parent;
   uint16_t& n = pairs[parent].children;
@@ -29,7 +29,7 @@ inline void Attach(CallTable* table, uint32_t child, uint32_t parent) {
 }
 
 inline void Detach(CallTable* table, uint32_t child) {
-  std::vector<Pair>& pairs = table->pairs;
+  Pairs& pairs = table->pairs;
   Pair& c = pairs[child];
   uint32_t* link = &pairs[c.parent].first_child;
   while (*link != child) link = &pairs[*link].next_sibling;

@@ -41,7 +41,7 @@ void CallPairer::ExpireEarly(TimeNs now) {
 }
 
 Status CallPairer::Add(const trace::Record& rec) {
-  std::vector<Pair>& pairs = table_->pairs;
+  Pairs& pairs = table_->pairs;
   ++stats_->messages;
   if (first_) {
     first_ts_ = rec.ts_ns;
@@ -232,7 +232,7 @@ OpKeys KeyOps(const CallTable& table) {
 void KeyCallees(const Params& params, CallTable* table) {
   if (!params.op_keys || table->op_of.empty()) return;  // keyed by node alone
   constexpr NodeId kMaxKeyedNode = NodeId{1} << 21;
-  const std::vector<Pair>& pairs = table->pairs;
+  const Pairs& pairs = table->pairs;
   table->key_callee.resize(pairs.size());
   const OpKeys keys = KeyOps(*table);
   std::unordered_map<uint64_t, NodeId> ids;
@@ -270,7 +270,7 @@ void KeyCallees(const Params& params, CallTable* table) {
 
 void ImputeLostReturns(const InputStats& stats, CallTable* table) {
   if (stats.unmatched_calls == 0) return;
-  std::vector<Pair>& pairs = table->pairs;
+  Pairs& pairs = table->pairs;
   // Only the edges with a lost return need their latencies (a few edges
   // out of many, on a trace where most calls returned): numbered by a
   // KeyIndex in the order of their first lost return, each pair's edge is
@@ -308,7 +308,7 @@ void ImputeLostReturns(const InputStats& stats, CallTable* table) {
 }
 
 void SortByReturn(CallTable* table) {
-  const std::vector<Pair>& pairs = table->pairs;
+  const Pairs& pairs = table->pairs;
   auto by_return = [&](uint32_t a, uint32_t b) {
     return pairs[a].ret < pairs[b].ret;
   };

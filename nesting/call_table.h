@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "trace/record.h"
 
 namespace bbprof::nesting {
@@ -46,16 +47,20 @@ struct Pair {
 };
 static_assert(sizeof(Pair) == 56, "one Pair per call: keep it small");
 
+// The table's per-call arrays are on huge pages where large
+// (base/huge_pages.h): the passes read them by index all over.
+using Pairs = HugeVector<Pair>;
+
 struct CallTable {
   std::vector<std::string> names;  // by NodeId, after client folding
-  std::vector<Pair> pairs;         // in the order of the CALL records
+  Pairs pairs;  // in the order of the CALL records
   // The matched pairs (and the imputed ones) in return order.
   std::vector<uint32_t> ret_order;
   // The pairs in corrected call order while clocks are corrected (see
   // skew_estimation.h); empty: index order, the order of the trace.
   std::vector<uint32_t> call_order;
   // Step 2's candidate parents: pair i's are cands[cand_begin, cand_end).
-  std::vector<uint32_t> cands;
+  HugeVector<uint32_t> cands;
   // Operations: per pair its op's id into op_names (0: none, ""); see OpOf.
   std::vector<uint32_t> op_of;
   // A deque: op_ids holds views of its strings, which must not move.

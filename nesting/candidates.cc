@@ -28,14 +28,14 @@ void FindCandidates(const Params& params, const EdgeWindows& windows,
   // Part 0 lists its candidates in the table as one sweep would; the
   // others in lists of their own, moved in after (their ranges shifted).
   struct alignas(64) Part {
-    std::vector<uint32_t> cands;
+    HugeVector<uint32_t> cands;
     uint64_t total_cands = 0, with_cands = 0;
   };
   SweepParts<Part> parts = SweepEnclosingInParts<Part>(
       *table, params.skew_window, params.threads,
       [&](Part& part, int part_index, uint32_t child,
           const std::vector<uint32_t>& calls) {
-        std::vector<uint32_t>& cands =
+        HugeVector<uint32_t>& cands =
             part_index == 0 ? table->cands : part.cands;
         Pair& cm = pairs[child];
         const Pair& c = cm;
@@ -89,7 +89,7 @@ void FindCandidates(const Params& params, const EdgeWindows& windows,
     table->cands.resize(offset[n_parts]);
     RunParts(static_cast<int>(n_parts) - 1, [&](int q) {
       const auto p = static_cast<size_t>(q) + 1;
-      const std::vector<uint32_t>& own = parts.states[p].cands;
+      const HugeVector<uint32_t>& own = parts.states[p].cands;
       std::copy(own.begin(), own.end(),
                 table->cands.begin() + static_cast<std::ptrdiff_t>(offset[p]));
       const auto shift = static_cast<uint32_t>(offset[p]);

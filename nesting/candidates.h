@@ -98,7 +98,7 @@ class EnclosingLists {
 // adds a pair to its callee's active list, a return event takes it out.
 template <class Visit>
 void SweepEnclosing(const CallTable& table, trace::TimeNs w, Visit&& visit) {
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pairs& pairs = table.pairs;
   EnclosingLists lists(pairs.data(), table.names.size(), w);
   size_t ci = 0;  // next pair (in call order) to start
   for (uint32_t child : table.ret_order) {
@@ -146,7 +146,7 @@ SweepParts<State> SweepEnclosingInParts(const CallTable& table,
   // Below this many returns a part, rebuilding its state costs more than
   // the part saves.
   constexpr size_t kMinPart = 4096;
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pairs& pairs = table.pairs;
   const std::vector<uint32_t>& order = table.ret_order;
   const size_t n_pairs = pairs.size(), n_ret = order.size();
   const size_t n_nodes = table.names.size();

@@ -177,7 +177,7 @@ class MemoryDriver {
    public:
     TailWait(const SegmentTail& tail, const CallTable& table,
              const CallPairer& pairer) {
-      const std::vector<Pair>& pairs = table.pairs;
+      const Pairs& pairs = table.pairs;
       pairer.ForEachOpen([&](uint32_t i) {
         if (pairs[i].call >= tail.own_from && pairs[i].call < tail.own_until) {
           waiting_.push_back(i);
@@ -350,7 +350,7 @@ void TakeReaderStats(trace::TraceReader& reader, InputStats* in) {
 void FillCallDetails(const CallTable& table,
                      const std::vector<uint32_t>& root_pattern,
                      DetailedResult* d) {
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pairs& pairs = table.pairs;
   d->calls.resize(pairs.size());
   for (size_t i = 0; i < pairs.size(); ++i) {
     CallInfo& c = d->calls[i];

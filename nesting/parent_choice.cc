@@ -19,7 +19,7 @@ namespace {
 uint32_t BestParent(const Scoreboards& boards, const Penalties& penalties,
                     const CallTable& table, uint32_t child,
                     bool allow_cycles = false) {
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pairs& pairs = table.pairs;
   const Pair& c = pairs[child];
   double best = -1;
   uint32_t best_parent = kNone;
@@ -91,8 +91,8 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
                      const Scoreboards& boards,
                      const std::vector<std::vector<uint32_t>>& parts,
                      CallTable* table) {
-  std::vector<Pair>& pairs = table->pairs;
-  const std::vector<uint32_t>& cands = table->cands;
+  Pairs& pairs = table->pairs;
+  const HugeVector<uint32_t>& cands = table->cands;
   const int n_parts = static_cast<int>(parts.size());
   if (params.assign == Assign::kFcfs) {
     // Candidates are in call order: the first one open when the call was
@@ -138,7 +138,7 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
 
 std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
                                                          int parts) {
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pairs& pairs = table.pairs;
   const auto n = static_cast<uint32_t>(pairs.size());
   std::vector<std::vector<uint32_t>> out(
       static_cast<size_t>(std::max(1, parts)));

@@ -497,7 +497,7 @@ class PatternBuilder {
 
  private:
   const CallTable& table_;
-  const std::vector<Pair>& pairs_;
+  const Pairs& pairs_;
   const std::vector<std::string>& names_;
   const std::deque<std::string>& op_names_;
   bool group_by_op_;

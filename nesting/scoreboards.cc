@@ -17,7 +17,7 @@ Scoreboards::Scoreboards(const Params& params, const BinScale& scale,
     : scale_(scale),
       raw_(params.raw_bin_scores),
       bins_(static_cast<size_t>(scale.size())) {
-  const std::vector<Pair>& pairs = table.pairs;
+  const Pairs& pairs = table.pairs;
   for (uint32_t child : table.ret_order) {
     const Pair& c = pairs[child];
     uint32_t n = c.cand_end - c.cand_begin;

@@ -131,7 +131,7 @@ namespace {
 ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
                             const Params& params, const EdgeWindows& windows,
                             InputStats* stats) {
-  std::vector<Pair>& pairs = table->pairs;
+  Pairs& pairs = table->pairs;
   const size_t n_nodes = table->names.size();
   {
     // The clocks are preprocessing shared by every way of choosing
@@ -222,7 +222,7 @@ ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
 // the orders sorted again and the windows worked out anew.
 void ApplyClocks(const ClockCorrection& clocks, CallTable* table,
                  Params* params, SkewState* state) {
-  std::vector<Pair>& pairs = table->pairs;
+  Pairs& pairs = table->pairs;
   const size_t n_nodes = table->names.size();
   ClockCorrection& total = state->clock_total;
   if (state->observed.empty()) {

@@ -1757,8 +1757,8 @@ class TimelineModel {
   const BinScale& scale_;
   const Penalties& penalties_;
   CallTable* table_;
-  std::vector<Pair>& pairs_;
-  const std::vector<uint32_t>& cands_;
+  Pairs& pairs_;
+  const HugeVector<uint32_t>& cands_;
   std::vector<uint32_t> edge_of_;
   std::vector<bool> makes_calls_;
   std::vector<float> prior_log_;
