@@ -31,9 +31,12 @@ namespace bbprof::nesting {
 std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
                                                          int parts);
 
+// The parts AssignParents cuts the calls into for each thread.
+inline constexpr int kPartsPerThread = 4;
+
 // Chooses every call's parent among its candidates (table->cands filled,
-// no parent assigned yet), the parts (PartitionByComponents) on
-// Params::threads threads.
+// no parent assigned yet), the parts (PartitionByComponents) taken in turn
+// by Params::threads threads.
 void FindNestedPairs(const Params& params, const BinScale& scale,
                      const Scoreboards& boards,
                      const std::vector<std::vector<uint32_t>>& parts,

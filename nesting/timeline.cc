@@ -24,6 +24,7 @@ class TimelineModel {
   TimelineModel(const Params& params, const BinScale& scale,
                 const Penalties& penalties, CallTable* table)
       : smooth_bins_(params.smooth_bins),
+        threads_(std::max(1, params.threads)),
         return_chain_(params.return_chain),
         chained_extra_passes_(params.chained_extra_passes),
         scale_(scale),
@@ -32,18 +33,21 @@ class TimelineModel {
         pairs_(table->pairs),
         cands_(table->cands) {}
 
-  // The passes: learn, then re-choose every call with a choice, each part
-  // (PartitionByComponents) on its own thread.
+  // The passes: learn, then re-choose every call with a choice, the parts
+  // (PartitionByComponents) taken in turn by the threads.
   void Run(int passes, const std::vector<std::vector<uint32_t>>& parts) {
     if (!PrepareTimeline()) return;
     const int n_parts = static_cast<int>(parts.size());
+    // Learning is cut into one range of calls a thread; the re-choice
+    // takes the parts in turn, each with its own scratch.
+    const int threads = std::max(1, std::min(threads_, n_parts));
     scratch_.resize(parts.size());
     for (int pass = 0; pass < passes; ++pass) {
-      LearnTimeline(n_parts);
+      LearnTimeline(threads);
       // Chains are chosen by the first learning: with one, more passes
       // (Params::chained_extra_passes).
       if (pass == 0 && AnyChained()) passes += chained_extra_passes_;
-      RunParts(n_parts, [&](int part) {
+      RunPartsOn(threads, n_parts, [&](int part) {
         Scratch& scratch = scratch_[part];
         for (uint32_t child : parts[part]) {
           Pair& c = pairs_[child];
@@ -1752,6 +1756,7 @@ class TimelineModel {
   }
 
   double smooth_bins_;
+  int threads_;        // Params::threads
   bool return_chain_;  // Params::return_chain
   int chained_extra_passes_;
   const BinScale& scale_;

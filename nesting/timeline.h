@@ -26,7 +26,8 @@ namespace bbprof::nesting {
 // choice (parent_choice.h); none when there are too many edges for the
 // gap keys. Each pass learns from every parent (in parts whose integer
 // counts are summed), then re-chooses the calls of each part of `parts`
-// (PartitionByComponents) on a thread of its own.
+// (PartitionByComponents), the parts taken in turn by Params::threads
+// threads.
 void RunTimelinePasses(const Params& params, const BinScale& scale,
                        const Penalties& penalties,
                        const std::vector<std::vector<uint32_t>>& parts,

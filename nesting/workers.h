@@ -5,6 +5,8 @@
 #ifndef BBPROF_NESTING_WORKERS_H_
 #define BBPROF_NESTING_WORKERS_H_
 
+#include <algorithm>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -21,6 +23,27 @@ void RunParts(int parts, Fn&& fn) {
   for (int t = 1; t < parts; ++t) threads.emplace_back([&fn, t] { fn(t); });
   fn(0);
   for (std::thread& th : threads) th.join();
+}
+
+// Runs `parts` parts on at most `threads` threads (the calling thread one of
+// them), each thread taking the next part not yet taken. For parts whose
+// results do not depend on which thread ran them or when (each writes only
+// its own part's state): more parts than threads even out parts of unequal
+// cost, and a core that another guest of the machine holds back (steal
+// time) takes fewer of them instead of keeping the others waiting.
+template <class Fn>
+void RunPartsOn(int threads, int parts, Fn&& fn) {
+  threads = std::max(1, std::min(threads, parts));
+  if (threads == 1) {
+    for (int p = 0; p < parts; ++p) fn(p);
+    return;
+  }
+  std::atomic<int> next{0};
+  RunParts(threads, [&](int) {
+    for (int p; (p = next.fetch_add(1, std::memory_order_relaxed)) < parts;) {
+      fn(p);
+    }
+  });
 }
 
 }  // namespace bbprof::nesting

@@ -3,13 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,6 +24,7 @@
 #include "nesting/output.h"
 #include "nesting/skew.h"
 #include "nesting/skew_estimation.h"
+#include "nesting/workers.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
 
@@ -1203,6 +1208,29 @@ TEST(NestingTest, SweepInPartsVisitsAsOneSweep) {
 
 // Orders that are not sorted by time (never made by the drivers) cannot be
 // split: the sweep runs on one thread, as SweepEnclosing.
+// RunPartsOn: every part runs exactly once, on no more threads than asked
+// (nor than there are parts), however the counts compare.
+TEST(NestingTest, RunPartsOnRunsEveryPartOnceOnAtMostThatManyThreads) {
+  for (const auto& [threads, parts] : std::vector<std::pair<int, int>>{
+           {1, 5}, {2, 8}, {3, 7}, {4, 2}, {2, 1}, {8, 64}, {2, 0}}) {
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(parts));
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    RunPartsOn(threads, parts, [&](int p) {
+      ++runs[static_cast<size_t>(p)];
+      std::lock_guard lock(mu);
+      ids.insert(std::this_thread::get_id());
+    });
+    for (int p = 0; p < parts; ++p) {
+      EXPECT_EQ(runs[static_cast<size_t>(p)].load(), 1)
+          << threads << " threads, " << parts << " parts: part " << p;
+    }
+    const int most = std::max(1, std::min(threads, parts));
+    EXPECT_LE(ids.size(), static_cast<size_t>(most))
+        << threads << " threads, " << parts << " parts";
+  }
+}
+
 TEST(NestingTest, SweepInPartsOfUnsortedOrdersIsOneSweep) {
   std::mt19937_64 rng(23);
   for (int round = 0; round < 4; ++round) {
