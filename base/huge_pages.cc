@@ -1,7 +1,10 @@
 #include "base/huge_pages.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 namespace bbprof {
@@ -19,5 +22,34 @@ void* AllocateHuge(size_t bytes) {
 }
 
 void FreeHuge(void* p) noexcept { std::free(p); }
+
+Prefaulter::Prefaulter(void* begin, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto b = reinterpret_cast<uintptr_t>(begin);
+  const uintptr_t first = (b + page - 1) / page * page;
+  const uintptr_t last = (b + bytes) / page * page;
+  if (first < last) {
+    next_ = reinterpret_cast<char*>(first);
+    end_ = reinterpret_cast<char*>(last);
+  }
+}
+
+bool Prefaulter::Step() {
+  if (!pending()) return false;
+#ifdef MADV_POPULATE_WRITE
+  // Up to the next huge page boundary, so that each step is one huge page
+  // where the kernel gives them.
+  const auto at = reinterpret_cast<uintptr_t>(next_);
+  const uintptr_t stop =
+      std::min(reinterpret_cast<uintptr_t>(end_),
+               (at / kHugePageBytes + 1) * kHugePageBytes);
+  if (madvise(next_, stop - at, MADV_POPULATE_WRITE) == 0) {
+    next_ = reinterpret_cast<char*>(stop);
+    return true;
+  }
+#endif
+  next_ = end_;
+  return false;
+}
 
 }  // namespace bbprof

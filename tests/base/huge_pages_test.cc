@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <numeric>
+#include <thread>
+#include <vector>
 
 namespace bbprof {
 namespace {
@@ -33,6 +38,74 @@ TEST(HugePagesTest, GrowingAcrossTheThresholdKeepsTheElements) {
   v.resize(10);
   v.shrink_to_fit();
   EXPECT_EQ(v[9], 63u);
+}
+
+// The pages of [p, p + bytes) (page-aligned) that are in memory.
+size_t ResidentPages(const void* p, size_t bytes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (mincore(const_cast<void*>(p), bytes, in.data()) != 0) return 0;
+  size_t n = 0;
+  for (unsigned char c : in) n += c & 1;
+  return n;
+}
+
+// Prefaulting makes fresh memory present, one huge page's worth a step,
+// without writing it: a new mapping's pages are absent until the steps, and
+// all present after. (A mapping of its own, not AllocateHuge: a sanitizer's
+// allocator writes the start of what it hands out.)
+TEST(HugePagesTest, PrefaulterMakesTheRangePresentAHugePageAStep) {
+  const size_t bytes = 4 * kHugePageBytes;
+  const size_t mapped = bytes + kHugePageBytes;
+  void* map = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  // The range starts on a huge page boundary inside the mapping.
+  auto* p = reinterpret_cast<unsigned char*>(
+      (Address(map) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(ResidentPages(p, bytes), 0u);
+  Prefaulter prefault(p, bytes);
+  ASSERT_TRUE(prefault.pending());
+  if (!prefault.Step()) {
+    munmap(map, mapped);
+    GTEST_SKIP() << "this kernel has no madvise(MADV_POPULATE_WRITE) (5.14)";
+  }
+  int steps = 1;
+  while (prefault.Step()) ++steps;
+  EXPECT_FALSE(prefault.pending());
+  EXPECT_EQ(steps, 4);
+  EXPECT_EQ(ResidentPages(p, bytes), bytes / page);
+  // Present as a first write would leave them: zeroed.
+  for (size_t i = 0; i < bytes; i += page / 2) ASSERT_EQ(p[i], 0) << i;
+  munmap(map, mapped);
+}
+
+// As nest uses it: one thread fills an array while another prefaults it
+// from the start; every element is what its writer wrote (the steps never
+// write), whatever the interleaving. A sanitizer build checks the rest.
+TEST(HugePagesTest, PrefaultingWhileAnotherThreadWritesKeepsTheWrites) {
+  HugeVector<uint64_t> v;
+  const size_t n = 5 * kHugePageBytes / sizeof(uint64_t) + 123;
+  v.reserve(n);
+  Prefaulter prefault(v.data(), n * sizeof(uint64_t));
+  std::thread faulter([&] {
+    while (prefault.Step()) {
+    }
+  });
+  for (size_t i = 0; i < n; ++i) v.push_back(i * 3 + 1);
+  faulter.join();
+  EXPECT_FALSE(prefault.pending());
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], i * 3 + 1) << i;
+}
+
+// A range holding no whole page leaves nothing to do.
+TEST(HugePagesTest, PrefaulterOfLessThanAPageHasNothingToDo) {
+  std::vector<char> small(100);
+  Prefaulter prefault(small.data() + 1, 10);
+  EXPECT_FALSE(prefault.pending());
+  EXPECT_FALSE(prefault.Step());
+  EXPECT_FALSE(Prefaulter().pending());
 }
 
 }  // namespace
