@@ -56,6 +56,7 @@ TimeNs BucketFor(TimeNs span) {
 }
 
 void MergeNode(const PatternNode& later, PatternNode* node);
+void AddTimeline(const Timeline& from, Timeline* into);
 
 class PatternBuilder {
  public:
@@ -289,9 +290,10 @@ class PatternBuilder {
   // exactly: counts and histogram bins are integers, the histograms' sums
   // are integer nanoseconds (exact below 2^53), the slowest and median
   // instances are the earliest of the equals. What depends on its order
-  // is added after, from each part's list of roots, in root order: the
-  // total latency (a sum of seconds) and the timeline (whose buckets need
-  // the span of every part's roots). Until 2026-11-29 a second pass had
+  // is added after, from each part's list of roots: the total latency (a sum
+  // of seconds) in root order, and on the parts' threads again the
+  // timeline (whose buckets need the span of every part's roots) and the
+  // median (which needs the p50). Until 2026-11-29 a second pass had
   // each part own whole patterns and walk every root: on the 2 M-message
   // trace one pattern held most of the calls, and the pass took as long on
   // two threads as on one.
@@ -390,21 +392,13 @@ class PatternBuilder {
       part.patterns = {};
       for (Root& r : part.roots) r.pattern = global[r.pattern];
     }
-    // In root order: the total latency, the timeline.
+    // A second pass over each part's roots, on the parts' threads: each
+    // root's pattern, the timeline (its bucket is known only now, from the
+    // span of every part) and the median instance, the first whose latency
+    // is nearest the pattern's p50 (known only now too). The timelines
+    // count integers, so each part's merge exactly; the medians, each
+    // part's first nearest, give the earliest of the nearest.
     const TimeNs bucket = BucketFor(last > first ? last - first : 0);
-    for (Pattern& pat : *patterns) pat.timeline.bucket_ns = bucket;
-    for (const Part& part : part_of) {
-      for (const Root& r : part.roots) {
-        Pattern& pat = (*patterns)[r.pattern];
-        const Pair& p = pairs_[r.call];
-        root_pattern_[r.call] = r.pattern;
-        pat.total_latency_s += trace::NsToSeconds(p.ret - p.call);
-        AddBuckets(p.call, 1, p.ret - p.call, &pat.timeline);
-      }
-    }
-    // The median instance: the first whose latency is nearest the pattern's
-    // p50, in a second pass over the roots (the p50 is known only now):
-    // each part's first nearest, then the earliest of the nearest.
     const size_t n_patterns = patterns->size();
     std::vector<double> p50(n_patterns);
     for (size_t k = 0; k < n_patterns; ++k)
@@ -412,21 +406,42 @@ class PatternBuilder {
     auto off = [&](uint32_t k, uint32_t i) {
       return std::fabs(trace::NsToSeconds(latency(i)) - p50[k]);
     };
-    std::vector<std::vector<uint32_t>> medians(static_cast<size_t>(parts));
+    struct alignas(64) Second {
+      std::vector<uint32_t> median;
+      std::vector<Timeline> timelines;
+    };
+    std::vector<Second> second(static_cast<size_t>(parts));
     RunParts(parts, [&](int part) {
-      std::vector<uint32_t>& median = medians[part];
+      std::vector<uint32_t>& median = second[part].median;
+      std::vector<Timeline>& timelines = second[part].timelines;
       median.assign(n_patterns, kNone);
+      timelines.resize(n_patterns);
+      for (Timeline& t : timelines) t.bucket_ns = bucket;
       for (const Root& r : part_of[part].roots) {
+        const Pair& p = pairs_[r.call];
+        root_pattern_[r.call] = r.pattern;  // parts own distinct roots
+        AddBuckets(p.call, 1, p.ret - p.call, &timelines[r.pattern]);
         const uint32_t m = median[r.pattern];
         if (m == kNone || off(r.pattern, r.call) < off(r.pattern, m)) {
           median[r.pattern] = r.call;
         }
       }
     });
-    std::vector<uint32_t> median = std::move(medians[0]);
+    // The total latency, a sum of seconds, in root order.
+    for (const Part& part : part_of) {
+      for (const Root& r : part.roots) {
+        (*patterns)[r.pattern].total_latency_s +=
+            trace::NsToSeconds(latency(r.call));
+      }
+    }
+    std::vector<uint32_t> median = std::move(second[0].median);
+    for (size_t k = 0; k < n_patterns; ++k) {
+      (*patterns)[k].timeline = std::move(second[0].timelines[k]);
+    }
     for (int part = 1; part < parts; ++part) {
       for (size_t k = 0; k < n_patterns; ++k) {
-        const uint32_t m = medians[part][k];
+        AddTimeline(second[part].timelines[k], &(*patterns)[k].timeline);
+        const uint32_t m = second[part].median[k];
         if (m == kNone) continue;
         if (median[k] == kNone || off(k, m) < off(k, median[k])) median[k] = m;
       }
