@@ -16,6 +16,7 @@
 #include "nesting/candidates.h"
 #include "nesting/nesting.h"
 #include "nesting/scoreboards.h"
+#include "nesting/timeline.h"
 
 namespace bbprof::nesting {
 
@@ -36,11 +37,12 @@ inline constexpr int kPartsPerThread = 4;
 
 // Chooses every call's parent among its candidates (table->cands filled,
 // no parent assigned yet), the parts (PartitionByComponents) taken in turn
-// by Params::threads threads.
+// by Params::threads threads; then the timeline passes, with `edges`
+// (NumberTimelineEdges; unused with Assign::kFcfs or no timeline pass).
 void FindNestedPairs(const Params& params, const BinScale& scale,
                      const Scoreboards& boards,
                      const std::vector<std::vector<uint32_t>>& parts,
-                     CallTable* table);
+                     TimelineEdges&& edges, CallTable* table);
 
 // Steps 2 to 4 on the table's current times: candidates (FindCandidates),
 // scoreboards (Scoreboards), parents (FindNestedPairs). Sets

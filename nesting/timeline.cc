@@ -35,8 +35,9 @@ class TimelineModel {
 
   // The passes: learn, then re-choose every call with a choice, the parts
   // (PartitionByComponents) taken in turn by the threads.
-  void Run(int passes, const std::vector<std::vector<uint32_t>>& parts) {
-    if (!PrepareTimeline()) return;
+  void Run(int passes, TimelineEdges&& edges,
+           const std::vector<std::vector<uint32_t>>& parts) {
+    if (!PrepareTimeline(std::move(edges))) return;
     const int n_parts = static_cast<int>(parts.size());
     // Learning is cut into one range of calls a thread; the re-choice
     // takes the parts in turn, each with its own scratch.
@@ -178,24 +179,38 @@ class TimelineModel {
            (uint64_t{from} << kEdgeBits) | to;
   }
 
+ public:
   // Numbers every (caller, callee) edge and marks the nodes that make
-  // calls. False when there are too many edges for the gap keys (then the
-  // timeline passes are skipped).
-  bool PrepareTimeline() {
+  // calls (NumberTimelineEdges, timeline.h).
+  static TimelineEdges NumberEdges(const CallTable& table) {
+    const Pairs& pairs = table.pairs;
+    TimelineEdges edges;
     KeyIndex ids;  // edges numbered in the order they first call
-    edge_of_.resize(pairs_.size());
-    makes_calls_.assign(table_->names.size(), false);
-    for (size_t i = 0; i < pairs_.size(); ++i) {
-      const Pair& p = pairs_[i];
+    edges.edge_of.resize(pairs.size());
+    edges.makes_calls.assign(table.names.size(), false);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const Pair& p = pairs[i];
       const uint32_t id =
           ids.Insert(static_cast<uint64_t>(p.caller) << 32 |
-                     table_->KeyedCallee(static_cast<uint32_t>(i)))
+                     table.KeyedCallee(static_cast<uint32_t>(i)))
               .first;
-      if (ids.size() >= kReturnChain) return false;
-      edge_of_[i] = id;
-      if (p.cand_end != p.cand_begin) makes_calls_[p.caller] = true;
+      if (ids.size() >= kReturnChain) return TimelineEdges{};
+      edges.edge_of[i] = id;
+      if (p.cand_end != p.cand_begin) edges.makes_calls[p.caller] = true;
     }
-    edge_count_ = ids.size();
+    edges.count = ids.size();
+    edges.usable = true;
+    return edges;
+  }
+
+ private:
+  // Takes the numbered edges. False when there were too many edges for the
+  // gap keys (then the timeline passes are skipped).
+  bool PrepareTimeline(TimelineEdges&& edges) {
+    if (!edges.usable) return false;
+    edge_of_ = std::move(edges.edge_of);
+    makes_calls_ = std::move(edges.makes_calls);
+    edge_count_ = edges.count;
     const int bins = scale_.size();
     // A gap never seen in the assignment still has some density: one
     // pseudo-observation spread evenly over the bins.
@@ -1802,13 +1817,17 @@ class TimelineModel {
 
 }  // namespace
 
+TimelineEdges NumberTimelineEdges(const CallTable& table) {
+  return TimelineModel::NumberEdges(table);
+}
+
 void RunTimelinePasses(const Params& params, const BinScale& scale,
-                       const Penalties& penalties,
+                       const Penalties& penalties, TimelineEdges&& edges,
                        const std::vector<std::vector<uint32_t>>& parts,
                        CallTable* table) {
   if (params.timeline_passes <= 0) return;
   TimelineModel model(params, scale, penalties, table);
-  model.Run(params.timeline_passes, parts);
+  model.Run(params.timeline_passes, std::move(edges), parts);
 }
 
 }  // namespace bbprof::nesting

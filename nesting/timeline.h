@@ -22,14 +22,28 @@
 
 namespace bbprof::nesting {
 
+// The edges the timeline passes learn by: every (caller, callee keyed by
+// its op) pair numbered in the order it first calls, each call's number,
+// and the nodes that make calls. They need only the calls and their
+// candidates, not the assignment, so AssignParents numbers them beside the
+// scoreboards and the components. Not usable when there are too many edges
+// for the gap keys: then no timeline pass runs.
+struct TimelineEdges {
+  std::vector<uint32_t> edge_of;  // by call
+  std::vector<bool> makes_calls;  // by node
+  size_t count = 0;
+  bool usable = false;
+};
+TimelineEdges NumberTimelineEdges(const CallTable& table);
+
 // Params::timeline_passes passes over an assignment made by the parent
-// choice (parent_choice.h); none when there are too many edges for the
-// gap keys. Each pass learns from every parent (in parts whose integer
-// counts are summed), then re-chooses the calls of each part of `parts`
+// choice (parent_choice.h); none when `edges` is not usable. Each pass
+// learns from every parent (in parts whose integer counts are summed),
+// then re-chooses the calls of each part of `parts`
 // (PartitionByComponents), the parts taken in turn by Params::threads
 // threads.
 void RunTimelinePasses(const Params& params, const BinScale& scale,
-                       const Penalties& penalties,
+                       const Penalties& penalties, TimelineEdges&& edges,
                        const std::vector<std::vector<uint32_t>>& parts,
                        CallTable* table);
 
