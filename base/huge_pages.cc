@@ -23,15 +23,26 @@ void* AllocateHuge(size_t bytes) {
 
 void FreeHuge(void* p) noexcept { std::free(p); }
 
-Prefaulter::Prefaulter(void* begin, size_t bytes) {
+Prefaulter::Prefaulter(void* begin, size_t bytes)
+    : begin_(static_cast<char*>(begin)) {
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto b = reinterpret_cast<uintptr_t>(begin);
   const uintptr_t first = (b + page - 1) / page * page;
   const uintptr_t last = (b + bytes) / page * page;
   if (first < last) {
-    next_ = reinterpret_cast<char*>(first);
+    next_ = limit_ = reinterpret_cast<char*>(first);
     end_ = reinterpret_cast<char*>(last);
   }
+}
+
+void Prefaulter::WillFill(size_t bytes) {
+  if (end_ == nullptr) return;
+  // The end of the huge page that holds the last byte filled, and one more.
+  const auto point = reinterpret_cast<uintptr_t>(begin_) + bytes;
+  const uintptr_t ahead =
+      (point / kHugePageBytes + 2) * kHugePageBytes;
+  const auto end = reinterpret_cast<uintptr_t>(end_);
+  limit_ = std::max(limit_, reinterpret_cast<char*>(std::min(ahead, end)));
 }
 
 bool Prefaulter::Step() {
@@ -41,14 +52,14 @@ bool Prefaulter::Step() {
   // where the kernel gives them.
   const auto at = reinterpret_cast<uintptr_t>(next_);
   const uintptr_t stop =
-      std::min(reinterpret_cast<uintptr_t>(end_),
+      std::min(reinterpret_cast<uintptr_t>(limit_),
                (at / kHugePageBytes + 1) * kHugePageBytes);
   if (madvise(next_, stop - at, MADV_POPULATE_WRITE) == 0) {
     next_ = reinterpret_cast<char*>(stop);
     return true;
   }
 #endif
-  next_ = end_;
+  next_ = limit_ = end_;
   return false;
 }
 

@@ -258,10 +258,13 @@ class MemoryDriver {
     // in by the reader while it is ahead, so that the pairer, which every
     // other pass waits for, does not zero its pages itself (Prefaulter).
     // Taken here, before the pairer starts: the reader never reads the
-    // vector itself.
+    // vector itself. Every CALL makes one pair, so the reader knows how
+    // far the pairs will reach once the batches it has read are paired,
+    // and goes no further (Prefaulter::WillFill).
     Pairs& pairs = table_.pairs;
     Prefaulter prefault(pairs.data() + pairs.size(),
                         (pairs.capacity() - pairs.size()) * sizeof(Pair));
+    uint64_t calls_read = 0;
     std::thread reader([&] {
       for (;;) {
         Batch b;
@@ -291,7 +294,9 @@ class MemoryDriver {
                b.text.size() + rec.callid.size() + rec.pathid.size()});
           b.text.append(rec.callid).append(rec.pathid).append(rec.op);
           b.records.push_back(rec);
+          calls_read += rec.kind == trace::Kind::kCall;
         }
+        prefault.WillFill(calls_read * sizeof(Pair));
         std::unique_lock lock(mu);
         if (!b.records.empty()) full.push_back(std::move(b));
         if (!more) {
