@@ -35,12 +35,13 @@ Prefaulter::Prefaulter(void* begin, size_t bytes)
   }
 }
 
-void Prefaulter::WillFill(size_t bytes) {
+void Prefaulter::Expect(size_t bytes) {
   if (end_ == nullptr) return;
-  // The end of the huge page that holds the last byte filled, and one more.
+  // The end of the huge page that holds the last byte filled, and
+  // kPrefaultAhead more.
   const auto point = reinterpret_cast<uintptr_t>(begin_) + bytes;
   const uintptr_t ahead =
-      (point / kHugePageBytes + 2) * kHugePageBytes;
+      (point / kHugePageBytes + 1 + kPrefaultAhead) * kHugePageBytes;
   const auto end = reinterpret_cast<uintptr_t>(end_);
   limit_ = std::max(limit_, reinterpret_cast<char*>(std::min(ahead, end)));
 }

@@ -82,27 +82,30 @@ using HugeVector = std::vector<T, HugePageAllocator<T>>;
 // fails and the prefaulter stops; the writer then faults its pages itself,
 // as without one.
 //
-// Steps go only as far as the writer is known to fill (WillFill), and one
-// huge page further: room reserved for more than is ever written (the
-// pairs of a trace of mostly free-form messages or lost returns) is not
-// made present, so a prefault costs at most about 4 MB of memory the
-// writer would not have touched.
+// Steps go only as far as the writer is expected to fill (Expect), and
+// kPrefaultAhead huge pages further: room reserved for more than is ever
+// written (the pairs of a trace of mostly free-form messages or lost
+// returns) is not made present, beyond those few pages, as long as the
+// expectation holds.
+inline constexpr size_t kPrefaultAhead = 4;
+
 class Prefaulter {
  public:
   Prefaulter() = default;
   // [begin, begin + bytes): only the whole pages inside are touched.
   Prefaulter(void* begin, size_t bytes);
-  // The writer will have filled [begin, begin + bytes) at least.
-  void WillFill(size_t bytes);
+  // The writer is expected to fill [begin, begin + bytes); a smaller
+  // expectation than an earlier one changes nothing.
+  void Expect(size_t bytes);
   bool pending() const { return next_ < limit_; }
   // Faults in the next huge page's worth; false once nothing is left up
   // to the limit, or the kernel refused (then nothing more is done).
   bool Step();
 
  private:
-  char* begin_ = nullptr;  // as given, for WillFill
+  char* begin_ = nullptr;  // as given, for Expect
   char* next_ = nullptr;
-  char* limit_ = nullptr;  // as far as WillFill allows, at most end_
+  char* limit_ = nullptr;  // as far as Expect allows, at most end_
   char* end_ = nullptr;
 };
 

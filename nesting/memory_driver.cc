@@ -258,13 +258,15 @@ class MemoryDriver {
     // in by the reader while it is ahead, so that the pairer, which every
     // other pass waits for, does not zero its pages itself (Prefaulter).
     // Taken here, before the pairer starts: the reader never reads the
-    // vector itself. Every CALL makes one pair, so the reader knows how
-    // far the pairs will reach once the batches it has read are paired,
-    // and goes no further (Prefaulter::WillFill).
+    // vector itself. Every CALL makes one pair, so the pairs the whole
+    // trace will make are expected from the share of CALLs read so far:
+    // all the room on an RPC trace (half its records are CALLs), from the
+    // start, and little of it on a trace of mostly free-form messages,
+    // whose room was reserved for pairs that never come.
     Pairs& pairs = table_.pairs;
-    Prefaulter prefault(pairs.data() + pairs.size(),
-                        (pairs.capacity() - pairs.size()) * sizeof(Pair));
-    uint64_t calls_read = 0;
+    const size_t room = pairs.capacity() - pairs.size();
+    Prefaulter prefault(pairs.data() + pairs.size(), room * sizeof(Pair));
+    uint64_t calls_read = 0, records_read = 0;
     std::thread reader([&] {
       for (;;) {
         Batch b;
@@ -296,7 +298,15 @@ class MemoryDriver {
           b.records.push_back(rec);
           calls_read += rec.kind == trace::Kind::kCall;
         }
-        prefault.WillFill(calls_read * sizeof(Pair));
+        // (The room is a pair per two records of the trace.)
+        records_read += b.records.size();
+        if (records_read > 0) {
+          const double share = static_cast<double>(calls_read) /
+                               static_cast<double>(records_read);
+          prefault.Expect(std::max<size_t>(
+              calls_read, static_cast<size_t>(share * 2.0 * room)) *
+                          sizeof(Pair));
+        }
         std::unique_lock lock(mu);
         if (!b.records.empty()) full.push_back(std::move(b));
         if (!more) {

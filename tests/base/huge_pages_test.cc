@@ -67,7 +67,7 @@ TEST(HugePagesTest, PrefaulterMakesTheRangePresentAHugePageAStep) {
   EXPECT_EQ(ResidentPages(p, bytes), 0u);
   Prefaulter prefault(p, bytes);
   EXPECT_FALSE(prefault.pending());  // nothing is known to be filled yet
-  prefault.WillFill(bytes);
+  prefault.Expect(bytes);
   ASSERT_TRUE(prefault.pending());
   if (!prefault.Step()) {
     munmap(map, mapped);
@@ -91,7 +91,7 @@ TEST(HugePagesTest, PrefaultingWhileAnotherThreadWritesKeepsTheWrites) {
   const size_t n = 5 * kHugePageBytes / sizeof(uint64_t) + 123;
   v.reserve(n);
   Prefaulter prefault(v.data(), n * sizeof(uint64_t));
-  prefault.WillFill(n * sizeof(uint64_t));
+  prefault.Expect(n * sizeof(uint64_t));
   std::thread faulter([&] {
     while (prefault.Step()) {
     }
@@ -102,11 +102,12 @@ TEST(HugePagesTest, PrefaultingWhileAnotherThreadWritesKeepsTheWrites) {
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], i * 3 + 1) << i;
 }
 
-// Steps stop one huge page past what the writer is known to fill, so room
-// reserved for more than is written stays absent; a later WillFill lets
-// them go on.
-TEST(HugePagesTest, PrefaulterGoesOnlyAHugePagePastWhatWillBeFilled) {
-  const size_t bytes = 8 * kHugePageBytes;
+// Steps stop kPrefaultAhead huge pages past what the writer is expected to
+// fill, so room reserved for more than is written stays absent; a larger
+// expectation lets them go on.
+TEST(HugePagesTest, PrefaulterGoesOnlyAFewHugePagesPastWhatIsExpected) {
+  const size_t pages = kPrefaultAhead + 4;
+  const size_t bytes = pages * kHugePageBytes;
   const size_t mapped = bytes + kHugePageBytes;
   void* map = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -115,22 +116,22 @@ TEST(HugePagesTest, PrefaulterGoesOnlyAHugePagePastWhatWillBeFilled) {
       (Address(map) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes);
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   Prefaulter prefault(p, bytes);
-  // A little into the second huge page: the second and the third.
-  prefault.WillFill(kHugePageBytes + 100);
-  int steps = 0;
+  // A little into the second huge page: it, the first, and those ahead.
+  prefault.Expect(kHugePageBytes + 100);
+  size_t steps = 0;
   while (prefault.Step()) ++steps;
   if (steps == 0) {
     munmap(map, mapped);
     GTEST_SKIP() << "this kernel has no madvise(MADV_POPULATE_WRITE) (5.14)";
   }
-  EXPECT_EQ(steps, 3);
-  EXPECT_EQ(ResidentPages(p, bytes), 3 * kHugePageBytes / page);
-  // A smaller fill changes nothing; a larger one goes on, to the end.
-  prefault.WillFill(10);
+  EXPECT_EQ(steps, 2 + kPrefaultAhead);
+  EXPECT_EQ(ResidentPages(p, bytes), steps * kHugePageBytes / page);
+  // A smaller expectation changes nothing; a larger one goes on, to the end.
+  prefault.Expect(10);
   EXPECT_FALSE(prefault.pending());
-  prefault.WillFill(100 * kHugePageBytes);
+  prefault.Expect(100 * kHugePageBytes);
   while (prefault.Step()) ++steps;
-  EXPECT_EQ(steps, 8);
+  EXPECT_EQ(steps, pages);
   EXPECT_EQ(ResidentPages(p, bytes), bytes / page);
   munmap(map, mapped);
 }
@@ -139,7 +140,7 @@ TEST(HugePagesTest, PrefaulterGoesOnlyAHugePagePastWhatWillBeFilled) {
 TEST(HugePagesTest, PrefaulterOfLessThanAPageHasNothingToDo) {
   std::vector<char> small(100);
   Prefaulter prefault(small.data() + 1, 10);
-  prefault.WillFill(10);
+  prefault.Expect(10);
   EXPECT_FALSE(prefault.pending());
   EXPECT_FALSE(prefault.Step());
   EXPECT_FALSE(Prefaulter().pending());
