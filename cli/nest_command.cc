@@ -2,11 +2,17 @@
 // ranked path patterns as text on standard output and/or as result JSON.
 #include "cli/nest_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/atomic_file.h"
+#include "base/pass_timings.h"
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "cli/nest_flags.h"
@@ -23,6 +29,35 @@
 namespace bbprof::cli {
 
 namespace {
+
+// `--timings`: a line per pass, in the order the run met them, then their
+// sum and the whole command's wall time (reading the flags to writing the
+// last output; what the passes leave out: opening the input, the stream
+// driver's merge, ranking, the outputs). A streamed trace's segments each
+// run every pass, and with --threads above 1 several at once: its lines
+// are sums over the segments, and their sum can exceed the whole run.
+std::string TimingsText(const std::vector<std::pair<std::string, double>>& passes,
+                        int threads, double whole_s) {
+  std::ostringstream out;
+  out << "nest: wall seconds by pass (" << threads
+      << (threads == 1 ? " thread" : " threads") << "):\n";
+  char line[128];
+  double sum = 0;
+  for (const auto& [name, seconds] : passes) {
+    std::snprintf(line, sizeof line, "  %-52s %8.3f\n", name.c_str(), seconds);
+    out << line;
+    sum += seconds;
+  }
+  std::snprintf(line, sizeof line, "  %-52s %8.3f\n", "the passes above", sum);
+  out << line;
+  std::snprintf(line, sizeof line, "  %-52s %8.3f\n", "the whole run", whole_s);
+  out << line;
+  if (sum > whole_s) {
+    out << "  (streamed segments were nested side by side; each line sums "
+           "them)\n";
+  }
+  return out.str();
+}
 
 int Run(std::span<const std::string> args) {
   CommandLine cl(
@@ -42,7 +77,8 @@ int Run(std::span<const std::string> args) {
       ("dot", po::value<std::string>(), "also write the reported patterns as Graphviz dot files into DIR")
       ("report", po::value<std::string>(), "also write the result as one self-contained HTML page to FILE (as 'bbprof report' does)")
       ("requests", po::value<std::string>(), "also write every request of the reported patterns (each root call with its inferred tree) to FILE; the format comes from the name (.jaeger.json, .otlp.json, .chrome.json, .perfetto.json, .csv, .tsv) or --requests-format")
-      ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv");
+      ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv")
+      ("timings", po::bool_switch(), "after the run, write the wall time of each pass to standard error (even with --quiet: asked for)");
   AddNestAnalysisFlags(cl);
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   cl.SetEpilog(
@@ -106,6 +142,9 @@ int Run(std::span<const std::string> args) {
   // (nesting/request_export.h) until the patterns are ranked.
   std::unique_ptr<nesting::RequestSpool> spool;
   int mpi_rank = 0;
+  PassTimings timings;
+  const auto started = std::chrono::steady_clock::now();
+  if (cl.Get<bool>("timings")) setup.params.timings = &timings;
   auto result = NestInput(cl, cl.Positional("TRACE")[0], setup,
                           detail ? &*detail : nullptr,
                           /*labels=*/true, &mpi_rank, &spool);
@@ -177,6 +216,12 @@ int Run(std::span<const std::string> args) {
   const bool requests_to_stdout = cl.Has("requests") && cl.Get<std::string>("requests") == "-";
   if (!json_to_stdout && !requests_to_stdout) {
     std::cout << nesting::ResultToText(*result) << std::flush;
+  }
+  if (cl.Get<bool>("timings")) {
+    std::cerr << TimingsText(timings.passes(), setup.params.threads,
+                             std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - started)
+                                 .count());
   }
   return kExitOk;
 }

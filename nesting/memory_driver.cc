@@ -45,9 +45,11 @@ class MemoryDriver {
   Result<NestingResult> Run() {
     NestingResult result;
     BBPROF_RETURN_IF_ERROR(Assign(&result));
+    PassClock clock(params_.timings);
     BBPROF_RETURN_IF_ERROR(FindCallPaths(table_, params_.group_by_op,
                                          params_.threads, &stats_,
                                          &result.patterns, &root_pattern_));
+    clock.Lap("pattern table (step 5)");
     result.input = stats_;
     return result;
   }
@@ -56,22 +58,29 @@ class MemoryDriver {
   // the times as stamped; the result's parameters, skew and clocks (its
   // input counts, stats(), are the caller's to take).
   Status Assign(NestingResult* result) {
+    PassClock clock(params_.timings);
     BBPROF_RETURN_IF_ERROR(ReadPairs());
+    clock.Lap("read and pair (step 1)");
     FoldExternalClients(params_, &table_);
     KeyCallees(params_, &table_);
     if (params_.impute_lost_returns) ImputeLostReturns(stats_, &table_);
     SortByReturn(&table_);
+    clock.Lap("client folding, op keys, lost returns, return order");
     SkewState skew;
     if (params_.skew_auto) {
       EstimateSkew(table_, &skew, &params_);
+      clock.Lap("skew estimate");
       // Windows mean some call misses every call that could have caused
       // it: skew, or an asynchronous server. Offsets tell the two apart.
       // No window does not mean no skew (many calls in flight hide the
       // misses), so the clocks are always bounded, once at least.
       CorrectClocks(scale_, &table_, &params_, &skew, &stats_);
+      clock.Lap("clock correction");
     }
     AssignParents(params_, skew.windows, scale_, &table_, &stats_);
+    clock = PassClock(params_.timings);  // AssignParents timed its own
     RestoreObservedTimes(&table_, &skew);
+    clock.Lap("observed times restored");
     result->params = params_;
     result->skew = std::move(skew.skew);
     result->clock_offsets = std::move(skew.clock_offsets);

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/pass_timings.h"
 #include "base/status.h"
 #include "nesting/client_folding.h"
 #include "nesting/histogram.h"
@@ -120,6 +121,9 @@ struct Params {
   // (docs/nesting.md, "Passes and their state"): the result is the same
   // for every count. Not part of the result.
   int threads = 1;
+  // Where the drivers add each pass's wall time (`nest --timings`); none
+  // when null. Not owned, not part of the result.
+  PassTimings* timings = nullptr;
 };
 
 struct PatternNode {

@@ -96,6 +96,7 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
   Pairs& pairs = table->pairs;
   const HugeVector<uint32_t>& cands = table->cands;
   const int n_parts = static_cast<int>(parts.size());
+  PassClock clock(params.timings);
   if (params.assign == Assign::kFcfs) {
     // Candidates are in call order: the first one open when the call was
     // made is the oldest. Only if none was (a window admitted parents
@@ -116,6 +117,7 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
         if (pick != kNone) Attach(table, child, pick);
       }
     });
+    clock.Lap("parent choice (step 4)");
     return;
   }
   const Penalties penalties(params);
@@ -135,7 +137,9 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
       }
     }
   });
+  clock.Lap("parent choice (step 4)");
   RunTimelinePasses(params, scale, penalties, std::move(edges), parts, table);
+  clock.Lap("timeline passes");
 }
 
 std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
@@ -211,7 +215,9 @@ std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
 
 void AssignParents(const Params& params, const EdgeWindows& windows,
                    const BinScale& scale, CallTable* table, InputStats* stats) {
+  PassClock clock(params.timings);
   FindCandidates(params, windows, table, stats);
+  clock.Lap("candidates (step 2)");
   // More parts than threads, taken in turn (RunPartsOn): the parts' costs
   // differ (the timeline passes score a parent's whole timeline), and on
   // a shared machine so do the threads' speeds. On the 2 M trace with two
@@ -237,6 +243,7 @@ void AssignParents(const Params& params, const EdgeWindows& windows,
     }
   });
   stats->scoreboards = boards->size();
+  clock.Lap("scoreboards (step 3), components, timeline edges");
   FindNestedPairs(params, scale, *boards, components, std::move(edges),
                   table);
 }

@@ -163,6 +163,9 @@ ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
                         EdgeWindow{kProbeWindow, kProbeWindow, true});
     }
     first.skew_window = std::max(first.skew_window, kProbeWindow);
+    // Its passes are timed as the clock correction's, not as the final
+    // assignment's (`nest --timings`).
+    first.timings = nullptr;
     AssignParents(first, probe, scale, table, stats);
   }
   // Each edge's bounds are gathered twice: from every child, and from the

@@ -846,9 +846,11 @@ class StreamDriver {
         AssignSegment(*reader, params_, &a, requests_ ? &labels : nullptr));
     NestingResult r = std::move(a.result);
     std::vector<uint32_t> root_pattern;
+    PassClock clock(params_.timings);
     BBPROF_RETURN_IF_ERROR(FindCallPaths(a.table, params_.group_by_op,
                                          params_.threads, &r.input,
                                          &r.patterns, &root_pattern));
+    clock.Lap("pattern table (step 5)");
     if (requests_ != nullptr) {
       BBPROF_RETURN_IF_ERROR(SpoolRequests(
           0, a.table, root_pattern, std::move(labels), r.patterns, requests_));
@@ -960,10 +962,12 @@ class StreamDriver {
     }
     out.result.input.unfinished_roots = 0;
     std::vector<uint32_t> root_pattern;
+    PassClock clock(job.params.timings);
     out.status =
         FindOwnedCallPaths(a.table, job.params.group_by_op, job.own_from,
                            job.own_until, &out.result.input, &out.patterns,
                            job.requests != nullptr ? &root_pattern : nullptr);
+    clock.Lap("pattern table (step 5)");
     if (out.status.ok() && job.requests != nullptr) {
       out.status = SpoolRequests(job.index, a.table, root_pattern,
                                  std::move(labels), out.patterns, job.requests);

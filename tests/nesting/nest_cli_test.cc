@@ -238,6 +238,68 @@ std::string MakeSample(TempDir& dir, const std::string& name) {
   return t;
 }
 
+// --timings writes each pass's wall time to standard error, even with
+// --quiet, in the order the run meets them, then their sum and the whole
+// run's; the result is the same bytes as without it. Streamed, every
+// segment's passes add up under the same names.
+TEST(NestCliTest, TimingsListEveryPassAndChangeNothing) {
+  TempDir dir;
+  const std::string t = MakeSample(dir, "multitier-normal");
+  std::string out;
+  ASSERT_EQ(RunCli("nest " + t + " -q --json " + dir.File("plain.json"), &out),
+            0)
+      << out;
+  EXPECT_EQ(out.find("wall seconds"), std::string::npos) << out;
+  const std::vector<std::string> passes = {
+      "read and pair (step 1)",
+      "client folding, op keys, lost returns, return order",
+      "skew estimate",
+      "clock correction",
+      "candidates (step 2)",
+      "scoreboards (step 3), components, timeline edges",
+      "parent choice (step 4)",
+      "timeline passes",
+      "observed times restored",
+      "pattern table (step 5)",
+      "the passes above",
+      "the whole run"};
+  for (const char* how : {" --threads 2", " --search stream --segment-messages 20000 --threads 1"}) {
+    SCOPED_TRACE(how);
+    ASSERT_EQ(RunCli("nest " + t + " -q --timings --json " +
+                         dir.File("timed.json") + how,
+                     &out),
+              0)
+        << out;
+    if (std::string(how).find("stream") == std::string::npos) {
+      EXPECT_EQ(ReadFile(dir.File("timed.json")),
+                ReadFile(dir.File("plain.json")));
+    }
+    // After the text report (standard output, then standard error).
+    size_t at = out.find("nest: wall seconds by pass (");
+    ASSERT_NE(at, std::string::npos) << out;
+    // Each pass once, in order, with a time; the sum is theirs.
+    double sum = 0, listed_sum = -1, whole = -1;
+    for (const std::string& pass : passes) {
+      const size_t found = out.find("  " + pass + " ", at);
+      ASSERT_NE(found, std::string::npos) << pass << "\n" << out;
+      at = found + pass.size() + 2;
+      const double seconds = std::stod(out.substr(at));
+      EXPECT_GE(seconds, 0) << pass;
+      if (pass == "the passes above") {
+        listed_sum = seconds;
+      } else if (pass == "the whole run") {
+        whole = seconds;
+      } else {
+        sum += seconds;
+      }
+      EXPECT_EQ(out.find("  " + pass + " ", at), std::string::npos)
+          << pass << " listed twice\n" << out;
+    }
+    EXPECT_NEAR(listed_sum, sum, 0.006) << out;
+    EXPECT_GT(whole, 0) << out;
+  }
+}
+
 // Refinement (the default, one pass) re-chooses each call's parent knowing
 // all its siblings: on the Children-parallel case of section 7.5.2, where
 // greedy assignment swaps parallel children, it makes fewer false-negative
