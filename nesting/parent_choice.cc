@@ -138,8 +138,8 @@ void FindNestedPairs(const Params& params, const BinScale& scale,
     }
   });
   clock.Lap("parent choice (step 4)");
+  // The timeline passes time their own learning and re-choice.
   RunTimelinePasses(params, scale, penalties, std::move(edges), parts, table);
-  clock.Lap("timeline passes");
 }
 
 std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,

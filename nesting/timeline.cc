@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/pass_timings.h"
 #include "base/small_sort.h"
 #include "nesting/workers.h"
 
@@ -27,6 +28,7 @@ class TimelineModel {
         threads_(std::max(1, params.threads)),
         return_chain_(params.return_chain),
         chained_extra_passes_(params.chained_extra_passes),
+        timings_(params.timings),
         scale_(scale),
         penalties_(penalties),
         table_(table),
@@ -43,8 +45,10 @@ class TimelineModel {
     // takes the parts in turn, each with its own scratch.
     const int threads = std::max(1, std::min(threads_, n_parts));
     scratch_.resize(parts.size());
+    PassClock clock(timings_);
     for (int pass = 0; pass < passes; ++pass) {
       LearnTimeline(threads);
+      clock.Lap("timeline learning");
       // Chains are chosen by the first learning: with one, more passes
       // (Params::chained_extra_passes).
       if (pass == 0 && AnyChained()) passes += chained_extra_passes_;
@@ -73,6 +77,7 @@ class TimelineModel {
           if (choice.parent != kNone) Attach(child, choice.parent);
         }
       });
+      clock.Lap("timeline re-choice");
     }
   }
 
@@ -1777,6 +1782,7 @@ class TimelineModel {
   int threads_;        // Params::threads
   bool return_chain_;  // Params::return_chain
   int chained_extra_passes_;
+  PassTimings* timings_;  // not owned; null: no laps
   const BinScale& scale_;
   const Penalties& penalties_;
   CallTable* table_;
