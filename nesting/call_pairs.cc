@@ -13,6 +13,7 @@
 #include "nesting/bins.h"
 #include "nesting/client_folding.h"
 #include "nesting/skew.h"
+#include "nesting/workers.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {
@@ -129,15 +130,48 @@ void CallPairer::Finish() {
 }
 
 void FoldExternalClients(const Params& params, CallTable* table) {
-  std::vector<bool> calls(table->names.size(), false),
-      called(table->names.size(), false);
-  for (const Pair& p : table->pairs) {
-    calls[p.caller] = true;
-    called[p.callee] = true;
+  // Two walks over every pair, in ranges on the threads: the flags are ORs
+  // of the ranges', the relabelling a pair at a time (exact either way).
+  // On one thread the pass had been 0.014 s of the 2 M trace's 0.95 s on
+  // two.
+  Pairs& pairs = table->pairs;
+  const size_t n_names = table->names.size();
+  // (A range a thread, of at least 65,536 pairs: a thread costs more
+  // than a small table's walk.)
+  const int parts =
+      std::max(1, std::min<int>(params.threads,
+                                static_cast<int>(pairs.size() / 65536 + 1)));
+  auto range = [&](int part, size_t* begin, size_t* end) {
+    *begin = pairs.size() * static_cast<size_t>(part) / parts;
+    *end = pairs.size() * static_cast<size_t>(part + 1) / parts;
+  };
+  // Per part: the nodes that call, then those called (a byte each, so
+  // that parts write their own memory).
+  std::vector<std::vector<char>> seen(static_cast<size_t>(parts));
+  RunParts(parts, [&](int part) {
+    std::vector<char>& flags = seen[part];
+    flags.assign(2 * n_names, 0);
+    size_t begin, end;
+    range(part, &begin, &end);
+    for (size_t i = begin; i < end; ++i) {
+      flags[pairs[i].caller] = 1;
+      flags[n_names + pairs[i].callee] = 1;
+    }
+  });
+  std::vector<bool> calls(n_names, false), called(n_names, false);
+  for (const std::vector<char>& flags : seen) {
+    for (size_t k = 0; k < n_names; ++k) {
+      if (flags[k] != 0) calls[k] = true;
+      if (flags[n_names + k] != 0) called[k] = true;
+    }
   }
   const std::vector<uint32_t> to =
       FoldClients(calls, called, params.clients, &table->names);
-  for (Pair& p : table->pairs) p.caller = to[p.caller];
+  RunParts(parts, [&](int part) {
+    size_t begin, end;
+    range(part, &begin, &end);
+    for (size_t i = begin; i < end; ++i) pairs[i].caller = to[pairs[i].caller];
+  });
 }
 
 namespace {
@@ -307,7 +341,7 @@ void ImputeLostReturns(const InputStats& stats, CallTable* table) {
   }
 }
 
-void SortByReturn(CallTable* table) {
+void SortByReturn(CallTable* table, int threads) {
   const Pairs& pairs = table->pairs;
   auto by_return = [&](uint32_t a, uint32_t b) {
     return pairs[a].ret < pairs[b].ret;
@@ -318,8 +352,28 @@ void SortByReturn(CallTable* table) {
   // exactly what sorting the whole would, at a fraction of the cost (the
   // whole sort was 4.5% of streamed nest's time).
   auto& order = table->ret_order;
+  // The prefix is found in ranges on the threads: each range's first
+  // position out of order (comparing with the element before it, across
+  // the range's start too); the earliest of them is the prefix's end.
+  // Reading every pair's return at random, the scan was 0.007 s of the 2 M
+  // trace on one thread.
+  const size_t n = order.size();
+  const int parts =
+      std::max(1, std::min<int>(threads, static_cast<int>(n / 65536 + 1)));
+  std::vector<size_t> first_out(static_cast<size_t>(parts), n);
+  RunParts(parts, [&](int part) {
+    const size_t begin = std::max<size_t>(1, n * part / parts);
+    const size_t end = n * (part + 1) / parts;
+    for (size_t i = begin; i < end; ++i) {
+      if (by_return(order[i], order[i - 1])) {
+        first_out[part] = i;
+        return;
+      }
+    }
+  });
   const auto sorted_until =
-      std::is_sorted_until(order.begin(), order.end(), by_return);
+      order.begin() + static_cast<std::ptrdiff_t>(*std::min_element(
+                          first_out.begin(), first_out.end()));
   if (sorted_until == order.end()) return;
   std::stable_sort(sorted_until, order.end(), by_return);
   std::inplace_merge(order.begin(), sorted_until, order.end(), by_return);

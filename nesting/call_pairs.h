@@ -104,7 +104,8 @@ void ImputeLostReturns(const InputStats& stats, CallTable* table);
 
 // Early returns (skew window) and assumed ones joined ret_order out of
 // return-time order: restores the order the candidate sweep relies on.
-void SortByReturn(CallTable* table);
+// The same order on any number of threads.
+void SortByReturn(CallTable* table, int threads = 1);
 
 }  // namespace bbprof::nesting
 

@@ -64,7 +64,7 @@ class MemoryDriver {
     FoldExternalClients(params_, &table_);
     KeyCallees(params_, &table_);
     if (params_.impute_lost_returns) ImputeLostReturns(stats_, &table_);
-    SortByReturn(&table_);
+    SortByReturn(&table_, params_.threads);
     clock.Lap("client folding, op keys, lost returns, return order");
     SkewState skew;
     if (params_.skew_auto) {

@@ -1078,10 +1078,11 @@ TEST(NestingTest, SortByReturnIsAStableSortOfTheWhole) {
   std::mt19937_64 rng(5);
   for (int round = 0; round < 50; ++round) {
     CallTable table;
-    const int n = 1 + static_cast<int>(rng() % 2000);
+    const int most = round % 5 == 0 ? 300000 : 2000;
+    const int n = 1 + static_cast<int>(rng() % most);
     for (int i = 0; i < n; ++i) {
       Pair p;
-      p.ret = static_cast<trace::TimeNs>(rng() % 500);  // many ties
+      p.ret = static_cast<trace::TimeNs>(rng() % (n / 4 + 2));  // many ties
       table.pairs.push_back(p);
     }
     for (uint32_t i = 0; i < static_cast<uint32_t>(n); ++i) {
@@ -1098,8 +1099,16 @@ TEST(NestingTest, SortByReturnIsAStableSortOfTheWhole) {
     std::shuffle(order.begin() + prefix, order.end(), rng);
     std::vector<uint32_t> expected = order;
     std::stable_sort(expected.begin(), expected.end(), by_return);
-    SortByReturn(&table);
-    ASSERT_EQ(order, expected) << "round " << round;
+    // Up to 300,000 calls: the prefix is sought in ranges on up to three
+    // threads (one range per 65,536 calls), with the first out-of-order
+    // call in any of them.
+    const std::vector<uint32_t> given = order;
+    for (int threads : {1, 2, 3}) {
+      order = given;
+      SortByReturn(&table, threads);
+      ASSERT_EQ(order, expected)
+          << "round " << round << ", " << threads << " threads";
+    }
   }
 }
 
@@ -1489,6 +1498,58 @@ TEST(NestingTest, ExternalClientsFoldIntoOneNode) {
   ASSERT_EQ(g->patterns.size(), 2u);
   EXPECT_TRUE(Find(*g, "lan0->WS(DB)") != nullptr);
   EXPECT_TRUE(Find(*g, "10.0.1.2->WS(DB)") != nullptr);  // empty group: kept
+}
+
+// FoldExternalClients walks the pairs in ranges on the threads (one per
+// 65,536 pairs at most): the same names and callers on any count. ws is
+// called only in the first pairs and `late` calls only in the last, so a
+// range's flags left out of the OR would fold ws or keep `late`.
+TEST(NestingTest, FoldExternalClientsIsTheSameOnAnyThreads) {
+  std::mt19937_64 rng(11);
+  CallTable base;
+  base.names = {"c0", "ws", "db", "late", "c4", "c5"};
+  const uint32_t n = 200000;
+  for (uint32_t i = 0; i < n; ++i) {
+    Pair p;
+    p.callee = 2;  // db
+    if (i < 10) {
+      p.caller = 0, p.callee = 1;
+    } else if (i >= n - 10) {
+      p.caller = 3;
+    } else {
+      const uint32_t caller[] = {1, 4, 5};
+      p.caller = caller[rng() % 3];
+    }
+    base.pairs.push_back(p);
+  }
+  Params params;
+  std::vector<std::string> names1;
+  std::vector<uint32_t> callers1;
+  for (int threads : {1, 2, 3}) {
+    CallTable table = base;
+    params.threads = threads;
+    FoldExternalClients(params, &table);
+    std::vector<uint32_t> callers;
+    for (const Pair& p : table.pairs) callers.push_back(p.caller);
+    if (threads == 1) {
+      // c0, c4, c5 and late call and are never called: one node, clients.
+      ASSERT_EQ(table.names.size(), 7u);
+      EXPECT_EQ(table.names[6], "clients");
+      EXPECT_EQ(callers[0], 6u);
+      EXPECT_EQ(callers[n - 1], 6u);
+      EXPECT_EQ(std::count(callers.begin(), callers.end(), 1u),
+                std::count_if(base.pairs.begin(), base.pairs.end(),
+                              [](const Pair& p) { return p.caller == 1; }));
+      EXPECT_EQ(std::count(callers.begin(), callers.end(), 6u) +
+                    std::count(callers.begin(), callers.end(), 1u),
+                static_cast<std::ptrdiff_t>(n));
+      names1 = table.names;
+      callers1 = callers;
+      continue;
+    }
+    EXPECT_EQ(table.names, names1) << threads;
+    EXPECT_EQ(callers, callers1) << threads;
+  }
 }
 
 TEST(NestingTest, FoldClientsNamesEachGroupOnceAsANewNode) {
