@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <thread>
 #include <vector>
 
@@ -43,6 +44,23 @@ void RunPartsOn(int threads, int parts, Fn&& fn) {
     for (int p; (p = next.fetch_add(1, std::memory_order_relaxed)) < parts;) {
       fn(p);
     }
+  });
+}
+
+// For a walk over n items in ranges side by side: the number of ranges on
+// `threads`, each of at least 65,536 items (a thread costs more than a
+// short walk: 18-100 us to start on this project's test machines).
+inline int RangeParts(int threads, size_t n) {
+  return std::max(1, std::min<int>(threads, static_cast<int>(n / 65536 + 1)));
+}
+
+// Calls fn(part, begin, end) for each of `parts` equal ranges of [0, n),
+// side by side (RunParts).
+template <class Fn>
+void RunRanges(int parts, size_t n, Fn&& fn) {
+  RunParts(parts, [&](int part) {
+    const auto p = static_cast<size_t>(part);
+    fn(part, n * p / parts, n * (p + 1) / parts);
   });
 }
 
