@@ -231,7 +231,7 @@ class MemoryDriver {
   // where they are (a short string's characters live inside the object and
   // move with it), so the reader points the views once the batch is full
   // and they stay good through the queue. (Pointed by the pairer, as until
-  // 2026-11-29, they cost the thread every pass waits for a sixth of its
+  // 2026-11-29, they cost the thread every pass waits for a seventh of its
   // time in a two-thread profile.)
   struct Batch {
     // Where each record's callid, pathid and op start in `text`.
