@@ -41,17 +41,18 @@ std::string TimingsText(const std::vector<std::pair<std::string, double>>& passe
   std::ostringstream out;
   out << "nest: wall seconds by pass (" << threads
       << (threads == 1 ? " thread" : " threads") << "):\n";
-  char line[128];
+  auto row = [&out](const char* name, double seconds) {
+    char line[128];
+    std::snprintf(line, sizeof line, "  %-52s %8.3f\n", name, seconds);
+    out << line;
+  };
   double sum = 0;
   for (const auto& [name, seconds] : passes) {
-    std::snprintf(line, sizeof line, "  %-52s %8.3f\n", name.c_str(), seconds);
-    out << line;
+    row(name.c_str(), seconds);
     sum += seconds;
   }
-  std::snprintf(line, sizeof line, "  %-52s %8.3f\n", "the passes above", sum);
-  out << line;
-  std::snprintf(line, sizeof line, "  %-52s %8.3f\n", "the whole run", whole_s);
-  out << line;
+  row("the passes above", sum);
+  row("the whole run", whole_s);
   if (sum > whole_s) {
     out << "  (streamed segments were nested side by side; each line sums "
            "them)\n";
