@@ -31,31 +31,52 @@ namespace bbprof::cli {
 namespace {
 
 // `--timings`: a line per pass, in the order the run met them, then their
-// sum and the whole command's wall time (reading the flags to writing the
-// last output; what the passes leave out: opening the input, the stream
-// driver's merge, ranking, the outputs). A streamed trace's segments each
-// run every pass, and with --threads above 1 several at once: its lines
-// are sums over the segments, and their sum can exceed the whole run.
-std::string TimingsText(const std::vector<std::pair<std::string, double>>& passes,
-                        int threads, double whole_s) {
+// sum and the whole command's (reading the flags to writing the last
+// output; what the passes leave out: opening the input, the stream
+// driver's merge, ranking, the outputs). Each line gives the wall seconds,
+// and, unless the driver ran work beside its passes, the process's CPU
+// seconds over the pass and the cores they kept busy (CPU over wall). A
+// streamed trace's segments each run every pass, and with --threads above
+// 1 several at once: its lines are sums over the segments, and their sum
+// can exceed the whole run.
+std::string TimingsText(const PassTimings& timings, int threads,
+                        double whole_wall_s, double whole_cpu_s) {
+  const std::vector<PassTime> passes = timings.passes();
+  const bool cpu = timings.cpu_per_pass();
   std::ostringstream out;
   out << "nest: wall seconds by pass (" << threads
-      << (threads == 1 ? " thread" : " threads") << "):\n";
-  auto row = [&out](const char* name, double seconds) {
-    char line[128];
-    std::snprintf(line, sizeof line, "  %-52s %8.3f\n", name, seconds);
+      << (threads == 1 ? " thread" : " threads") << ")"
+      << (cpu ? ", CPU seconds (every thread's) and the cores busy (CPU / "
+                "wall):\n"
+              : ":\n");
+  auto row = [&out, cpu](const std::string& name, double wall_s, double cpu_s) {
+    char line[160];
+    if (!cpu) {
+      std::snprintf(line, sizeof line, "  %-52s %8.3f\n", name.c_str(), wall_s);
+    } else if (wall_s < 0.0005) {  // too short for a ratio
+      std::snprintf(line, sizeof line, "  %-52s %8.3f %8.3f %6s\n",
+                    name.c_str(), wall_s, cpu_s, "-");
+    } else {
+      std::snprintf(line, sizeof line, "  %-52s %8.3f %8.3f %6.2f\n",
+                    name.c_str(), wall_s, cpu_s, cpu_s / wall_s);
+    }
     out << line;
   };
-  double sum = 0;
-  for (const auto& [name, seconds] : passes) {
-    row(name.c_str(), seconds);
-    sum += seconds;
+  PassTime sum{"the passes above"};
+  for (const PassTime& p : passes) {
+    row(p.name, p.wall_s, p.cpu_s);
+    sum.wall_s += p.wall_s;
+    sum.cpu_s += p.cpu_s;
   }
-  row("the passes above", sum);
-  row("the whole run", whole_s);
-  if (sum > whole_s) {
+  row(sum.name, sum.wall_s, sum.cpu_s);
+  row("the whole run", whole_wall_s, whole_cpu_s);
+  if (sum.wall_s > whole_wall_s) {
     out << "  (streamed segments were nested side by side; each line sums "
            "them)\n";
+  }
+  if (!cpu) {
+    out << "  (no CPU column: the stream driver reads and nests segments "
+           "beside the passes)\n";
   }
   return out.str();
 }
@@ -79,7 +100,7 @@ int Run(std::span<const std::string> args) {
       ("report", po::value<std::string>(), "also write the result as one self-contained HTML page to FILE (as 'bbprof report' does)")
       ("requests", po::value<std::string>(), "also write every request of the reported patterns (each root call with its inferred tree) to FILE; the format comes from the name (.jaeger.json, .otlp.json, .chrome.json, .perfetto.json, .csv, .tsv) or --requests-format")
       ("requests-format", po::value<std::string>(), "format of --requests: jaeger, otlp, chrome (= perfetto), csv or tsv")
-      ("timings", po::bool_switch(), "after the run, write the wall time of each pass to standard error (even with --quiet: asked for)");
+      ("timings", po::bool_switch(), "after the run, write the wall and CPU time of each pass to standard error (even with --quiet: asked for)");
   AddNestAnalysisFlags(cl);
   cl.AddPositional("TRACE", "trace file, text or binary ('-' = standard input)", 1, 1);
   cl.SetEpilog(
@@ -145,6 +166,7 @@ int Run(std::span<const std::string> args) {
   int mpi_rank = 0;
   PassTimings timings;
   const auto started = std::chrono::steady_clock::now();
+  const double started_cpu = ProcessCpuSeconds();
   if (cl.Get<bool>("timings")) setup.params.timings = &timings;
   auto result = NestInput(cl, cl.Positional("TRACE")[0], setup,
                           detail ? &*detail : nullptr,
@@ -219,10 +241,11 @@ int Run(std::span<const std::string> args) {
     std::cout << nesting::ResultToText(*result) << std::flush;
   }
   if (cl.Get<bool>("timings")) {
-    std::cerr << TimingsText(timings.passes(), setup.params.threads,
+    std::cerr << TimingsText(timings, setup.params.threads,
                              std::chrono::duration<double>(
                                  std::chrono::steady_clock::now() - started)
-                                 .count());
+                                 .count(),
+                             ProcessCpuSeconds() - started_cpu);
   }
   return kExitOk;
 }

@@ -484,6 +484,9 @@ class StreamDriver {
         merger_(params.group_by_op) {}
 
   Result<NestingResult> Run() {
+    // The reader (and a checksum, and other segments) run beside the
+    // passes, so the process's CPU time is not theirs (`nest --timings`).
+    if (params_.timings != nullptr) params_.timings->SharedProcess();
     const int workers = std::max(1, params_.threads);
     if (workers > 1) {
       for (int i = 0; i < workers; ++i) pool_.emplace_back([this] { Work(); });

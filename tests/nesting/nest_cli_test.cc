@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -240,8 +241,11 @@ std::string MakeSample(TempDir& dir, const std::string& name) {
 
 // --timings writes each pass's wall time to standard error, even with
 // --quiet, in the order the run meets them, then their sum and the whole
-// run's; the result is the same bytes as without it. Streamed, every
-// segment's passes add up under the same names.
+// run's; the result is the same bytes as without it. In memory each line
+// also has the process's CPU seconds and the cores they kept busy (the
+// two over the wall seconds); streamed, where the reader runs beside the
+// passes, not, and a line says why. Streamed, every segment's passes add
+// up under the same names.
 TEST(NestCliTest, TimingsListEveryPassAndChangeNothing) {
   TempDir dir;
   const std::string t = MakeSample(dir, "multitier-normal");
@@ -271,10 +275,13 @@ TEST(NestCliTest, TimingsListEveryPassAndChangeNothing) {
                      &out),
               0)
         << out;
-    if (std::string(how).find("stream") == std::string::npos) {
+    const bool streamed = std::string(how).find("stream") != std::string::npos;
+    if (!streamed) {
       EXPECT_EQ(ReadFile(dir.File("timed.json")),
                 ReadFile(dir.File("plain.json")));
     }
+    EXPECT_EQ(out.find("CPU seconds") != std::string::npos, !streamed) << out;
+    EXPECT_EQ(out.find("(no CPU column") != std::string::npos, streamed) << out;
     // After the text report (standard output, then standard error).
     size_t at = out.find("nest: wall seconds by pass (");
     ASSERT_NE(at, std::string::npos) << out;
@@ -284,8 +291,33 @@ TEST(NestCliTest, TimingsListEveryPassAndChangeNothing) {
       const size_t found = out.find("  " + pass + " ", at);
       ASSERT_NE(found, std::string::npos) << pass << "\n" << out;
       at = found + pass.size() + 2;
-      const double seconds = std::stod(out.substr(at));
+      const std::string line = out.substr(at, out.find('\n', at) - at);
+      std::istringstream fields(line);
+      double seconds = -1, cpu = -1;
+      std::string busy, extra;
+      fields >> seconds;
       EXPECT_GE(seconds, 0) << pass;
+      if (streamed) {
+        EXPECT_FALSE(fields >> cpu) << pass << ": " << line;
+      } else {
+        // CPU seconds, then the cores busy ("-" where the wall time is
+        // too short for a ratio); nothing after.
+        ASSERT_TRUE(fields >> cpu >> busy) << pass << ": " << line;
+        EXPECT_GE(cpu, 0) << pass;
+        EXPECT_FALSE(fields >> extra) << pass << ": " << line;
+        if (seconds >= 0.0005) {
+          const double cores = std::stod(busy);
+          EXPECT_NEAR(cores, cpu / seconds, 0.01 + 0.006 / seconds) << line;
+          // Two threads at most, the pairer's reader included; every
+          // helper has ended when its pass does, so the kernel has counted
+          // all of its time.
+          if (seconds >= 0.002) {
+            EXPECT_LE(cores, 2.5) << pass << ": " << line;
+          }
+        } else {
+          EXPECT_EQ(busy, "-") << pass << ": " << line;
+        }
+      }
       if (pass == "the passes above") {
         listed_sum = seconds;
       } else if (pass == "the whole run") {
