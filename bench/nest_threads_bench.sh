@@ -11,7 +11,12 @@
 #   - for each BINARY, `nest --threads 1` and `nest --threads 2`: its gain.
 #
 # and the medians of the rounds are printed, with each build's gain as a
-# share of the machine's.
+# share of the machine's. Each run's CPU time (user + system) is kept too,
+# which splits a gain short of 2x in two: a second thread that waits (the
+# cores busy on two threads, CPU over wall, below 2) and work that costs
+# more CPU when two threads run it (CPU on two threads over CPU on one,
+# above 1). The machine's line gives the same CPU ratio for its two
+# independent jobs: what running both cores at once costs any program.
 #
 #   bench/nest_threads_bench.sh [ROUNDS] [BINARY...]
 #
@@ -28,9 +33,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/nest-threads.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 "$1" maketrace "$here/samples/multitier-long.conf" -q -o "$work/long.bbt"
 
-wall() {  # the wall seconds of one run of the given command
-  /usr/bin/time -f %e -o "$work/t" "$@" >/dev/null 2>&1
-  cat "$work/t"
+wall() {  # "WALL CPU": the wall and CPU (user + system) seconds of one run
+  /usr/bin/time -f "%e %U %S" -o "$work/t" "$@" >/dev/null 2>&1
+  awk '{ printf "%s %.2f", $1, $2 + $3 }' "$work/t"
 }
 log="$work/log"
 : >"$log"
@@ -48,17 +53,24 @@ while [ "$i" -lt "$rounds" ]; do
 done
 python3 - "$log" <<'EOF'
 import statistics, sys
-rows = [line.split() for line in open(sys.argv[1])]
-machine = [2 * float(a) / float(b) for name, a, b in rows if name == "machine"]
-m = statistics.median(machine)
-print(f"machine, two independent jobs: {m:.2f}x (median of {len(machine)} rounds,"
-      f" {min(machine):.2f}-{max(machine):.2f})")
+# Each line: a name, then WALL CPU for one thread (alone) and for two
+# threads (the machine's: its two jobs at once).
+rows = [(r[0], *map(float, r[1:])) for r in (l.split() for l in open(sys.argv[1]))]
+med = statistics.median
+machine = [r for r in rows if r[0] == "machine"]
+gains = [2 * w1 / w2 for _, w1, c1, w2, c2 in machine]
+m = med(gains)
+print(f"machine, two independent jobs: {m:.2f}x (median of {len(gains)} rounds,"
+      f" {min(gains):.2f}-{max(gains):.2f}); CPU of the two jobs at once over"
+      f" twice one alone: {med(c2 / (2 * c1) for _, w1, c1, w2, c2 in machine):.2f}")
 for name in dict.fromkeys(r[0] for r in rows if r[0] != "machine"):
-    t1 = [float(a) for n, a, b in rows if n == name]
-    t2 = [float(b) for n, a, b in rows if n == name]
-    gains = [a / b for a, b in zip(t1, t2)]
-    g = statistics.median(gains)
-    print(f"{name}: 1 thread {statistics.median(t1):.2f} s, 2 threads"
-          f" {statistics.median(t2):.2f} s (medians); 2 threads {g:.2f}x"
-          f" ({min(gains):.2f}-{max(gains):.2f}), {100 * g / m:.0f}% of the machine's")
+    runs = [r for r in rows if r[0] == name]
+    g = [w1 / w2 for _, w1, c1, w2, c2 in runs]
+    print(f"{name}: 1 thread {med(r[1] for r in runs):.2f} s, 2 threads"
+          f" {med(r[3] for r in runs):.2f} s (medians); 2 threads {med(g):.2f}x"
+          f" ({min(g):.2f}-{max(g):.2f}), {100 * med(g) / m:.0f}% of the machine's")
+    print(f"  CPU: 1 thread {med(r[2] for r in runs):.2f} s, 2 threads"
+          f" {med(r[4] for r in runs):.2f} s (medians); on 2 threads, cores busy"
+          f" (CPU / wall) {med(c2 / w2 for _, w1, c1, w2, c2 in runs):.2f},"
+          f" CPU over 1 thread's {med(c2 / c1 for _, w1, c1, w2, c2 in runs):.2f}")
 EOF
