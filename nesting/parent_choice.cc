@@ -169,46 +169,52 @@ std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
     return x;
   };
   uint64_t total = 0;
+  uint32_t with_cands = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const Pair& c = pairs[i];
     n_cands[i] = c.cand_end - c.cand_begin;
     total += n_cands[i];
+    with_cands += n_cands[i] != 0;
+    if (c.cand_end == c.cand_begin) continue;
+    uint32_t a = find(i);  // i's root, kept as the unions move it
     for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
-      const uint32_t a = find(i), b = find(table.cands[k]);
+      const uint32_t b = find(table.cands[k]);
       if (a < b) {
         up[b] = a;
       } else if (b < a) {
         up[a] = b;
+        a = b;
       }
     }
   }
-  // A component's weight, at its root: its candidates, what its choices
-  // cost. Every call then points at its root.
-  // (candidates are indexed by uint32_t, so their count fits one).
-  std::vector<uint32_t> weight(n, 0);
-  uint32_t with_cands = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    with_cands += n_cands[i] != 0;
-    const uint32_t r = find(i);
-    up[i] = r;
-    weight[r] += n_cands[i];
-  }
-  // Components in the order of their first call, cut into runs of equal
-  // weight: each part a stretch of time, so threads write apart in memory.
-  // A root's weight is replaced by its part once counted.
-  uint64_t before = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (up[i] != i || weight[i] == 0) continue;
-    const uint64_t w = weight[i];
-    weight[i] = static_cast<uint32_t>(
-        std::min<uint64_t>(out.size() - 1, before * out.size() / total));
-    before += w;
-  }
+  if (total == 0) return out;  // no call has a choice
   // Room for every call in each list: only the pages a list fills are
   // touched, and none is copied as it grows.
   for (auto& part : out) part.reserve(with_cands);
+  // One walk in index order gives every call its component's part. A
+  // union keeps the smaller root, so every call points at an earlier one
+  // (or is a root) and a root is its component's first call: when the walk
+  // reaches call i, every call before it points at its root already, and
+  // up[up[i]] is i's. A component goes to the part its first call falls
+  // in, the calls' candidates cut into runs of equal weight in index order
+  // (each part a stretch of time, so threads write apart in memory); the
+  // root keeps its part in n_cands, which the walk has read by then. Which
+  // part a component goes to changes only the balance, never a choice.
+  const auto n_parts = static_cast<uint64_t>(out.size());
+  uint64_t before = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    if (n_cands[i] != 0) out[weight[up[i]]].push_back(i);
+    const uint32_t c = n_cands[i];
+    uint32_t part;
+    if (up[i] == i) {
+      part = static_cast<uint32_t>(
+          std::min<uint64_t>(n_parts - 1, before * n_parts / total));
+      n_cands[i] = part;
+    } else {
+      up[i] = up[up[i]];
+      part = n_cands[up[i]];
+    }
+    before += c;
+    if (c != 0) out[part].push_back(i);
   }
   return out;
 }

@@ -22,6 +22,7 @@
 #include "nesting/candidates.h"
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
+#include "nesting/parent_choice.h"
 #include "nesting/skew.h"
 #include "nesting/skew_estimation.h"
 #include "nesting/workers.h"
@@ -1549,6 +1550,65 @@ TEST(NestingTest, FoldExternalClientsIsTheSameOnAnyThreads) {
     }
     EXPECT_EQ(table.names, names1) << threads;
     EXPECT_EQ(callers, callers1) << threads;
+  }
+}
+
+// PartitionByComponents cuts the calls with candidates into parts that
+// share no candidate: each such call in exactly one part, each part in
+// index order, a call and every candidate of it that has candidates of its
+// own in the same part, two calls with a candidate in common too. The
+// candidates are random calls near each one (before and after it, as a
+// skew window allows), with long links now and then, so unions join
+// components made apart and leave chains of roots deeper than one step.
+TEST(NestingTest, PartitionByComponentsKeepsEveryComponentWhole) {
+  std::mt19937_64 rng(5);
+  for (const uint32_t n : {1u, 7u, 2000u, 50000u}) {
+    CallTable table;
+    table.pairs.resize(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      Pair& c = table.pairs[i];
+      c.cand_begin = static_cast<uint32_t>(table.cands.size());
+      // A fifth are roots (no candidate); the others have one to four.
+      const int k = rng() % 5 == 0 ? 0 : 1 + static_cast<int>(rng() % 4);
+      for (int j = 0; j < k && n > 1; ++j) {
+        const uint64_t reach = rng() % 50 == 0 ? n : 30;
+        const int64_t at =
+            static_cast<int64_t>(i) - static_cast<int64_t>(reach) +
+            static_cast<int64_t>(rng() % (reach + reach / 3 + 1));
+        const auto p = static_cast<uint32_t>(
+            std::clamp<int64_t>(at, 0, static_cast<int64_t>(n) - 1));
+        if (p != i) table.cands.push_back(p);
+      }
+      c.cand_end = static_cast<uint32_t>(table.cands.size());
+    }
+    for (int parts : {1, 2, 3, 8}) {
+      SCOPED_TRACE(std::to_string(n) + " calls, " + std::to_string(parts) +
+                   " parts");
+      const auto out = PartitionByComponents(table, parts);
+      ASSERT_EQ(out.size(), static_cast<size_t>(parts));
+      std::vector<int> part_of(n, -1);
+      for (int p = 0; p < parts; ++p) {
+        EXPECT_TRUE(std::is_sorted(out[p].begin(), out[p].end()));
+        for (uint32_t i : out[p]) {
+          ASSERT_LT(i, n);
+          EXPECT_EQ(part_of[i], -1) << i << " listed twice";
+          part_of[i] = p;
+        }
+      }
+      std::vector<int> part_of_cand(n, -1);  // the part of a call's children
+      for (uint32_t i = 0; i < n; ++i) {
+        const Pair& c = table.pairs[i];
+        EXPECT_EQ(part_of[i] != -1, c.cand_end != c.cand_begin) << i;
+        for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+          const uint32_t p = table.cands[k];
+          if (part_of[p] != -1) {
+            EXPECT_EQ(part_of[p], part_of[i]) << i;
+          }
+          if (part_of_cand[p] == -1) part_of_cand[p] = part_of[i];
+          EXPECT_EQ(part_of_cand[p], part_of[i]) << "candidate " << p;
+        }
+      }
+    }
   }
 }
 
