@@ -1,7 +1,7 @@
 #!/bin/sh
 # Where two threads lose, pass by pass (issue 17, "every core";
 # docs/benchmarks.md "Where two threads lose"): `nest --threads 1` and
-# `nest --threads 2` in turn, ROUNDS times each, on the 2 M-message trace,
+# `nest --threads 2` in turn, ROUNDS times each, on a maketrace trace,
 # each with --timings, which gives every pass's wall seconds and the
 # process's CPU seconds over it. Printed as a Markdown table of medians:
 #
@@ -15,18 +15,21 @@
 # 2/1) when the one-thread run keeps one core busy. The rounds alternate so
 # that the machine's moods (a shared virtual machine) fall on both alike.
 #
-#   bench/nest_passes_bench.sh [ROUNDS] [BINARY]
+#   bench/nest_passes_bench.sh [ROUNDS] [BINARY] [CONF]
 #
 # ROUNDS defaults to 9; the binary to $BBPROF or build/release/cli/bbprof.
-# The trace is samples/multitier-long.conf (2,008,650 messages, binary),
-# written to ${TMPDIR:-/tmp} and removed at the end.
+# The trace is maketrace's of CONF, by default samples/multitier-long.conf
+# (2,008,650 messages; samples/multitier-parallelism-high.conf is a busy
+# system, 265 calls in progress on average), written to ${TMPDIR:-/tmp} as
+# a binary trace and removed at the end.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-9}
 bin=${2:-${BBPROF:-$here/build/release/cli/bbprof}}
+conf=${3:-$here/samples/multitier-long.conf}
 work=$(mktemp -d "${TMPDIR:-/tmp}/nest-passes.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$bin" maketrace "$here/samples/multitier-long.conf" -q -o "$work/long.bbt"
+"$bin" maketrace "$conf" -q -o "$work/long.bbt"
 log="$work/log"
 : >"$log"
 i=0
