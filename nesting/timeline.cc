@@ -1286,32 +1286,30 @@ class TimelineModel {
     if (n_parts == 1) {
       walk(0, static_cast<uint32_t>(n_pairs), add);
     } else {
-      // A stretch at a time, so the records held stay a few megabytes.
+      // The walk in chunks on the threads, the adding in call order on
+      // this one (its sums of fractions show their order), each stretch
+      // added while the threads walk the next: on the 2 M-message trace
+      // the adding, about 9 ms over the passes, kept the other thread
+      // waiting when it came after each stretch's walk.
       struct Expected {
         uint64_t key;
         int observed;
         CountDist independent;
       };
-      struct alignas(64) Records {
-        std::vector<Expected> list;
-      };
-      std::vector<Records> records(n_parts);
-      constexpr uint64_t kStretch = 1 << 16;
-      for (uint64_t from = 0; from < n_pairs; from += kStretch * n_parts) {
-        const uint64_t to = std::min(n_pairs, from + kStretch * n_parts);
-        RunParts(static_cast<int>(n_parts), [&](int part) {
-          std::vector<Expected>& list = records[static_cast<size_t>(part)].list;
-          list.clear();
-          walk(static_cast<uint32_t>(from + (to - from) * part / n_parts),
-               static_cast<uint32_t>(from + (to - from) * (part + 1) / n_parts),
-               [&](uint64_t key, int observed, const CountDist& independent) {
-                 list.push_back({key, observed, independent});
-               });
-        });
-        for (const Records& part : records) {
-          for (const Expected& x : part.list) add(x.key, x.observed, x.independent);
-        }
-      }
+      WalkInChunksConsumeInOrder<std::vector<Expected>>(
+          static_cast<int>(n_parts), n_pairs, 1 << 13, 8,
+          [&](size_t begin, size_t end, std::vector<Expected>& list) {
+            list.clear();
+            walk(static_cast<uint32_t>(begin), static_cast<uint32_t>(end),
+                 [&](uint64_t key, int observed, const CountDist& independent) {
+                   list.push_back({key, observed, independent});
+                 });
+          },
+          [&](const std::vector<Expected>& list) {
+            for (const Expected& x : list) {
+              add(x.key, x.observed, x.independent);
+            }
+          });
     }
     // Both with the multisets' half observation per count never seen.
     std::vector<std::pair<uint64_t, uint32_t>> items;

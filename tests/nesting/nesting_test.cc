@@ -1216,8 +1216,6 @@ TEST(NestingTest, SweepInPartsVisitsAsOneSweep) {
   }
 }
 
-// Orders that are not sorted by time (never made by the drivers) cannot be
-// split: the sweep runs on one thread, as SweepEnclosing.
 // RunPartsOn: every part runs exactly once, on no more threads than asked
 // (nor than there are parts), however the counts compare.
 TEST(NestingTest, RunPartsOnRunsEveryPartOnceOnAtMostThatManyThreads) {
@@ -1241,6 +1239,67 @@ TEST(NestingTest, RunPartsOnRunsEveryPartOnceOnAtMostThatManyThreads) {
   }
 }
 
+// WalkInChunksConsumeInOrder (the grandchild counts' learning): every item
+// walked once, in chunks of at most the size asked, on no more threads than
+// asked; every chunk consumed on the calling thread, in order, so the
+// items come out as one walk gives them; and no more than two stretches'
+// chunks walked and not yet consumed. Sizes that leave a short last chunk
+// and a short last stretch, a single item a chunk, a chunk longer than
+// the walk, and nothing to walk.
+TEST(NestingTest, WalkInChunksConsumesEveryChunkInOrderOnTheCallingThread) {
+  struct Case {
+    int threads;
+    size_t n, chunk, chunks;
+  };
+  for (const Case& k : std::vector<Case>{{1, 1000, 7, 3},
+                                         {2, 10007, 16, 3},
+                                         {3, 5000, 1, 4},
+                                         {2, 100, 1000, 8},
+                                         {4, 12345, 10, 1},
+                                         {2, 0, 8, 2}}) {
+    const std::string what = std::to_string(k.threads) + " threads, " +
+                             std::to_string(k.n) + " items, chunks of " +
+                             std::to_string(k.chunk);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::mutex mu;
+    std::set<std::thread::id> ids;
+    std::atomic<size_t> walked{0}, consumed{0}, most_held{0};
+    std::vector<size_t> seen;
+    bool consumed_elsewhere = false;
+    WalkInChunksConsumeInOrder<std::vector<size_t>>(
+        k.threads, k.n, k.chunk, k.chunks,
+        [&](size_t begin, size_t end, std::vector<size_t>& out) {
+          {
+            std::lock_guard lock(mu);
+            ids.insert(std::this_thread::get_id());
+          }
+          EXPECT_LT(begin, end) << what;
+          EXPECT_LE(end - begin, k.chunk) << what;
+          out.clear();
+          for (size_t i = begin; i < end; ++i) out.push_back(i);
+          const size_t held = ++walked - consumed.load();
+          size_t most = most_held.load();
+          while (held > most && !most_held.compare_exchange_weak(most, held)) {
+          }
+        },
+        [&](const std::vector<size_t>& out) {
+          if (std::this_thread::get_id() != caller) consumed_elsewhere = true;
+          ++consumed;
+          seen.insert(seen.end(), out.begin(), out.end());
+        });
+    std::vector<size_t> all(k.n);
+    std::iota(all.begin(), all.end(), size_t{0});
+    EXPECT_EQ(seen, all) << what;
+    EXPECT_EQ(walked.load(), consumed.load()) << what;
+    EXPECT_FALSE(consumed_elsewhere) << what;
+    EXPECT_LE(ids.size(), static_cast<size_t>(k.threads)) << what;
+    EXPECT_LE(most_held.load(), 2 * k.chunks * static_cast<size_t>(k.threads))
+        << what;
+  }
+}
+
+// Orders that are not sorted by time (never made by the drivers) cannot be
+// split: the sweep runs on one thread, as SweepEnclosing.
 TEST(NestingTest, SweepInPartsOfUnsortedOrdersIsOneSweep) {
   std::mt19937_64 rng(23);
   for (int round = 0; round < 4; ++round) {
