@@ -79,7 +79,7 @@ class MemoryDriver {
     }
     AssignParents(params_, skew.windows, scale_, &table_, &stats_);
     clock = PassClock(params_.timings);  // AssignParents timed its own
-    RestoreObservedTimes(&table_, &skew);
+    RestoreObservedTimes(&table_, &skew, params_.threads);
     clock.Lap("observed times restored");
     result->params = params_;
     result->skew = std::move(skew.skew);

@@ -141,10 +141,12 @@ inline constexpr int64_t kMaxClockPieces = 64;
 // The clocks of `nodes` nodes from their edges' evidence, every one zero
 // when no edge shows skew. `t0` and `t1` bound the trace's time; `calls`
 // is how many calls the evidence comes from. Vectors in `edges` are
-// reordered.
+// reordered. Each edge's bounds are read on its own, the edges taken in
+// turn by up to `threads` threads when there are many samples.
 ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
                                   size_t nodes, trace::TimeNs t0,
-                                  trace::TimeNs t1, size_t calls = 0);
+                                  trace::TimeNs t1, size_t calls = 0,
+                                  int threads = 1);
 
 }  // namespace bbprof::nesting
 

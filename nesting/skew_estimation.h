@@ -46,8 +46,8 @@ void CorrectClocks(const BinScale& scale, CallTable* table, Params* params,
                    SkewState* state, InputStats* stats);
 
 // The timestamps as stamped, after CorrectClocks moved them, so latencies
-// and call delays are reported as stamped.
-void RestoreObservedTimes(CallTable* table, SkewState* state);
+// and call delays are reported as stamped; in ranges on `threads` threads.
+void RestoreObservedTimes(CallTable* table, SkewState* state, int threads);
 
 // One time range's clocks (a stream segment's NestingResult): its nonzero
 // offsets, each relative to its part's first node, at time `at`; `weight`

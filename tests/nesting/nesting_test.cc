@@ -439,6 +439,55 @@ TEST(NestingTest, ADriftDoesNotMoveBoundsThatHoldZeroAsStamped) {
   EXPECT_FALSE(c.any());
 }
 
+// The edges solved side by side (SolveClockOffsets on threads, once the
+// samples are many) give one thread's clocks to the bit: each edge's
+// estimate in edge order. Six nodes in a cycle of edges whose bounds
+// disagree, most one-sided (no parent ends: equal widths, so which edges
+// make the spanning tree depends on their order), two with drift, and an
+// edge with too little evidence; 6,000 samples a list, so the threads are
+// used.
+TEST(NestingTest, ClockOffsetsOnThreadsAreOneThreads) {
+  std::vector<EdgeClockEvidence> edges;
+  const trace::TimeNs end = 600'000'000'000;
+  auto add_edge = [&](trace::NodeId a, trace::NodeId b, trace::TimeNs d,
+                      double drift, bool two_sided, int samples) {
+    EdgeClockEvidence e;
+    e.caller = a;
+    e.callee = b;
+    for (int k = 0; k < samples; ++k) {
+      const trace::TimeNs t = end / samples * k;
+      const auto skew = d + static_cast<trace::TimeNs>(
+                                drift * static_cast<double>(t - end / 2));
+      const trace::TimeNs gap = 20'000 + (k * 7919) % 900'000;
+      e.latencies.push_back({t, skew + 1'000'000 + gap});
+      e.child_starts.push_back({t, skew + gap});
+      if (two_sided) e.parent_ends.push_back({t, -skew + gap});
+    }
+    edges.push_back(std::move(e));
+  };
+  add_edge(0, 1, 700'000, 0, true, 6000);
+  add_edge(1, 2, -400'000, 0, false, 6000);
+  add_edge(2, 3, 250'000, 3e-6, false, 6000);
+  add_edge(3, 4, 900'000, 0, false, 6000);
+  add_edge(4, 5, -150'000, -2e-6, true, 6000);
+  add_edge(5, 0, 333'000, 0, false, 6000);
+  add_edge(1, 4, 1'200'000, 0, false, 6000);
+  add_edge(2, 5, -600'000, 0, false, 6000);
+  add_edge(0, 3, 50'000, 0, false, 5);  // too little: no estimate
+  std::vector<EdgeClockEvidence> copy = edges;
+  const ClockCorrection one = SolveClockOffsets(copy, 6, 0, end, 6000, 1);
+  ASSERT_TRUE(one.any());
+  for (int threads : {2, 3, 8}) {
+    copy = edges;
+    const ClockCorrection many =
+        SolveClockOffsets(copy, 6, 0, end, 6000, threads);
+    EXPECT_EQ(many.offset, one.offset) << threads;
+    EXPECT_EQ(many.drift, one.drift) << threads;
+    EXPECT_EQ(many.root, one.root) << threads;
+    EXPECT_EQ(many.t0, one.t0) << threads;
+  }
+}
+
 // A drift left over by a first round: 0.5 ppm over a 400-second trace,
 // 100 us either way at its ends. The gaps spread wide (exponential, mean
 // 1.5 ms), so the 1st percentile of the whole trace's children sits near
