@@ -360,8 +360,40 @@ void SortByReturn(CallTable* table, int threads) {
       order.begin() + static_cast<std::ptrdiff_t>(*std::min_element(
                           first_out.begin(), first_out.end()));
   if (sorted_until == order.end()) return;
-  std::stable_sort(sorted_until, order.end(), by_return);
-  std::inplace_merge(order.begin(), sorted_until, order.end(), by_return);
+  // After it, the returns that keep the running maximum stay where they
+  // are, in order (moved up over the gaps), and the others are set aside,
+  // sorted (stably) and merged back. The trace is in time order, so those
+  // are the returns paired after later ones: a return stamped before its
+  // call (a clock behind), paired when the call came, and the imputed
+  // ones. On a trace whose clocks disagree by milliseconds, sorting all
+  // that followed the first of them was 0.045 s of the 2 M-message trace,
+  // on one thread. The merge puts a kept return first among equals: a
+  // return set aside came after the running maximum had passed its time,
+  // so an equal kept one came before it, as a stable sort of the whole
+  // would order them.
+  const auto start = static_cast<size_t>(sorted_until - order.begin());
+  trace::TimeNs most = pairs[order[start - 1]].ret;
+  size_t kept = start;
+  std::vector<uint32_t> late;
+  for (size_t i = start; i < n; ++i) {
+    const uint32_t x = order[i];
+    if (pairs[x].ret >= most) {
+      most = pairs[x].ret;
+      order[kept++] = x;
+    } else {
+      late.push_back(x);
+    }
+  }
+  std::stable_sort(late.begin(), late.end(), by_return);
+  // From the back: the later of the two ends goes last.
+  size_t k = n, j = late.size();
+  while (j > 0) {
+    if (kept > 0 && pairs[order[kept - 1]].ret > pairs[late[j - 1]].ret) {
+      order[--k] = order[--kept];
+    } else {
+      order[--k] = late[--j];
+    }
+  }
 }
 
 }  // namespace bbprof::nesting
