@@ -4,6 +4,17 @@
 // between the two calls. Optionally each histogram is then smoothed with a
 // Gaussian (7.5.6). Its size follows the system's shape (one board per
 // triple of nodes that nest), not the trace's length.
+//
+// The weights are added as integers (1/n in units of 2^-31, rounded), not
+// as doubles: a sum of doubles depends on the order of its terms in its
+// last bits, a sum of integers does not. So the boards can be built in
+// parts of the return order, each on a thread of its own, and merged by
+// addition into the very boards one walk gives (issue 17: "per-partition
+// scoreboards ... merged"; docs/nesting.md, "Passes and their state"), and
+// a driver that builds them from windows or ranks can do the same. No sum
+// overflows: a child's n weights add up to at most 2^31 + n/2 <= 2^32, and
+// a table has fewer than 2^32 calls. The rounding moves a weight by at most
+// 2^-32, far below the differences between boards that decide a parent.
 #ifndef BBPROF_NESTING_SCOREBOARDS_H_
 #define BBPROF_NESTING_SCOREBOARDS_H_
 
@@ -19,9 +30,24 @@ namespace bbprof::nesting {
 
 class Scoreboards {
  public:
-  // Scores every candidate of `table` (steps 1 and 2 done).
+  // The weights of the children at return positions [begin, end) of
+  // table.ret_order: boards numbered in the order the part first scores
+  // them, one row of scale.size() integer sums each.
+  struct Part {
+    KeyIndex index;
+    std::vector<uint64_t> sums;
+  };
+  static Part ScorePart(const BinScale& scale, const CallTable& table,
+                        size_t begin, size_t end);
+
+  // Scores every candidate of `table` (steps 1 and 2 done), on one thread.
   Scoreboards(const Params& params, const BinScale& scale,
               const CallTable& table);
+  // The boards of `parts`, which cover the return order in order: the
+  // same boards, numbered the same, as the constructor above gives.
+  Scoreboards(const Params& params, const BinScale& scale,
+              std::vector<Part>&& parts);
+
   size_t size() const { return index_.size(); }
   // The score of `parent` as the cause of `child` (5.1.1.3, before the
   // penalties): the board's value at their delay. Scores are densities: a
@@ -41,8 +67,6 @@ class Scoreboards {
   }
 
  private:
-  double* Board(uint64_t key);
-
   const BinScale& scale_;
   bool raw_;
   size_t bins_;

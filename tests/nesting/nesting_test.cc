@@ -23,6 +23,7 @@
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
 #include "nesting/parent_choice.h"
+#include "nesting/scoreboards.h"
 #include "nesting/skew.h"
 #include "nesting/skew_estimation.h"
 #include "nesting/workers.h"
@@ -1359,6 +1360,74 @@ TEST(NestingTest, WalkInChunksConsumesEveryChunkInOrderOnTheCallingThread) {
     EXPECT_LE(ids.size(), static_cast<size_t>(k.threads)) << what;
     EXPECT_LE(most_held.load(), 2 * k.chunks * static_cast<size_t>(k.threads))
         << what;
+  }
+}
+
+// The scoreboards built in parts of the return order and merged (the
+// threads driver's step 3) are one walk's to the bit, wherever the parts
+// are cut, and whatever order a part walks its children in: the weights
+// add up as integers. (As doubles, the sums of 1/n over a board's children
+// differ in their last bits with the order.) A child's weights still add
+// up to 1, to 2^-31 each.
+TEST(NestingTest, ScoreboardsInPartsAreOneWalks) {
+  std::mt19937_64 rng(41);
+  const BinScale scale(1.05);
+  for (int round = 0; round < 4; ++round) {
+    CallTable table = SweepTable(rng, 20000, round % 2 == 1);
+    // Delays of microseconds to milliseconds, over many bins.
+    for (Pair& p : table.pairs) {
+      p.call *= 1000;
+      if (p.ret >= 0) p.ret *= 1000;
+    }
+    Params params;
+    params.skew_auto = false;
+    params.skew_window = 30'000;
+    params.smooth_bins = round >= 2 ? 1.5 : 0.0;
+    InputStats stats;
+    FindCandidates(params, {}, &table, &stats);
+    ASSERT_GT(stats.mean_parallelism, 2.0);
+    const Scoreboards one(params, scale, table);
+    const size_t n = table.ret_order.size();
+    auto all_scores = [&](const Scoreboards& boards) {
+      std::vector<double> scores;
+      for (uint32_t child : table.ret_order) {
+        const Pair& c = table.pairs[child];
+        for (uint32_t k = c.cand_begin; k < c.cand_end; ++k) {
+          scores.push_back(boards.Score(table, table.cands[k], child));
+        }
+      }
+      return scores;
+    };
+    const std::vector<double> expected = all_scores(one);
+    for (const std::vector<size_t>& cuts : std::vector<std::vector<size_t>>{
+             {0, n / 2, n}, {0, 1, 7, n / 3, n / 3, n}, {0, n - 1, n}}) {
+      std::vector<Scoreboards::Part> parts;
+      for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+        parts.push_back(
+            Scoreboards::ScorePart(scale, table, cuts[i], cuts[i + 1]));
+      }
+      const Scoreboards merged(params, scale, std::move(parts));
+      EXPECT_EQ(merged.size(), one.size()) << round;
+      EXPECT_EQ(all_scores(merged), expected) << round << " " << cuts.size();
+    }
+    // The children walked backwards: other sums' orders, the same boards.
+    CallTable reversed = table;
+    std::reverse(reversed.ret_order.begin(), reversed.ret_order.end());
+    const Scoreboards backwards(params, scale, reversed);
+    EXPECT_EQ(all_scores(backwards), expected) << round;
+    if (params.smooth_bins > 0) continue;
+    // Without smoothing, a board's bins hold the weights: each child's n
+    // candidates add n weights of 1/n to the (raw) boards.
+    Params raw = params;
+    raw.raw_bin_scores = true;
+    const Scoreboards raw_boards(raw, scale, table);
+    for (uint32_t child : table.ret_order) {
+      const Pair& c = table.pairs[child];
+      const uint32_t n_cands = c.cand_end - c.cand_begin;
+      if (n_cands != 1) continue;
+      // A lone candidate: its bin holds at least this child's whole weight.
+      EXPECT_GE(raw_boards.Score(table, table.cands[c.cand_begin], child), 1.0);
+    }
   }
 }
 
