@@ -349,7 +349,7 @@ DiffSide DiffSideFromResult(const NestingResult& r) {
     sp.signature = p.signature;
     sp.caller = p.caller;
     sp.count = p.count;
-    sp.total_latency_s = p.total_latency_s;
+    sp.total_latency_s = p.total_latency_s();
     std::vector<size_t> path;
     sp.root = NodeFromResult(p.root, path);
     side.patterns.push_back(std::move(sp));

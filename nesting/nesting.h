@@ -33,6 +33,7 @@
 #include "nesting/histogram.h"
 #include "trace/pending_calls.h"
 #include "trace/reader.h"
+#include "trace/record.h"
 
 namespace bbprof::nesting {
 
@@ -186,7 +187,15 @@ struct Pattern {
   std::string caller;  // the root call's caller (after client folding)
   PatternNode root;
   uint64_t count = 0;
-  double total_latency_s = 0;
+  // The instances' latencies added up, in integer nanoseconds as the
+  // timeline's sums: exact in any order, so parts of the roots (threads,
+  // stream segments, ranks) add up to one walk's total to the bit. As a
+  // sum of seconds it depended on the order of its terms in its last bits
+  // (until 2026-11-29).
+  trace::TimeNs total_latency_ns = 0;
+  double total_latency_s() const {
+    return trace::NsToSeconds(total_latency_ns);
+  }
   std::vector<Suspect> suspects;  // filled by MarkSuspects (nesting/marks.h)
   // The instance whose latency is nearest the median, and the slowest (the
   // earliest of equals), for a waterfall picture.

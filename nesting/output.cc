@@ -211,7 +211,7 @@ nlohmann::ordered_json ResultToJson(const NestingResult& r) {
     pj["rank"] = ++rank;
     pj["signature"] = pat.signature;
     pj["count"] = pat.count;
-    pj["total_latency_s"] = pat.total_latency_s;
+    pj["total_latency_s"] = pat.total_latency_s();
     // The node adding the most absolute time: the largest mean own time.
     Culprit c = FindCulprit(pat);
     pj["culprit"] = {{"path", c.path},
@@ -270,12 +270,12 @@ std::string ResultToText(const NestingResult& r) {
   int rank = 0;
   for (const auto& pat : r.patterns) {
     double mean =
-        pat.count ? pat.total_latency_s / static_cast<double>(pat.count) : 0;
+        pat.count ? pat.total_latency_s() / static_cast<double>(pat.count) : 0;
     out << "\n#" << ++rank << "  " << pat.signature << "\n";
     std::snprintf(buf, sizeof buf,
                   "  count %llu, total latency %s, mean latency %s\n",
                   static_cast<unsigned long long>(pat.count),
-                  FormatSeconds(pat.total_latency_s).c_str(),
+                  FormatSeconds(pat.total_latency_s()).c_str(),
                   FormatSeconds(mean).c_str());
     out << buf;
     Culprit culprit = FindCulprit(pat);

@@ -288,12 +288,13 @@ class PatternBuilder {
   // lists, read in order, number the patterns as one pass would, and their
   // patterns are merged in that order. Everything a part adds merges
   // exactly: counts and histogram bins are integers, the histograms' sums
-  // are integer nanoseconds (exact below 2^53), the slowest and median
-  // instances are the earliest of the equals. What depends on its order
-  // is added after, from each part's list of roots: the total latency (a sum
-  // of seconds) in root order, and on the parts' threads again the
-  // timeline (whose buckets need the span of every part's roots) and the
-  // median (which needs the p50). Until 2026-11-29 a second pass had
+  // and the total latency are integer nanoseconds (exact below 2^53), the
+  // slowest and median instances are the earliest of the equals. What
+  // needs every part first is added after, from each part's list of
+  // roots, on the parts' threads again: the timeline (whose buckets need
+  // the span of every part's roots) and the median (which needs the p50).
+  // (The total latency, a sum of seconds until session 44, was added
+  // after too, in root order.) Until 2026-11-29 a second pass had
   // each part own whole patterns and walk every root: on the 2 M-message
   // trace one pattern held most of the calls, and the pass took as long on
   // two threads as on one.
@@ -357,6 +358,7 @@ class PatternBuilder {
         const uint32_t* cur = flat.data();
         Pattern& pat = mine.patterns[local];
         ++pat.count;
+        pat.total_latency_ns += latency(i);
         Accumulate(cur, p.call, &pat.root, &iv);
         if (slower(i, mine.slowest[local])) mine.slowest[local] = i;
       }
@@ -384,6 +386,7 @@ class PatternBuilder {
           Pattern& pat = (*patterns)[it->second];
           MergeNode(from.root, &pat.root);
           pat.count += from.count;
+          pat.total_latency_ns += from.total_latency_ns;
           uint32_t& best = slowest[it->second];
           if (slower(part.slowest[l], best)) best = part.slowest[l];
         }
@@ -427,13 +430,6 @@ class PatternBuilder {
         }
       }
     });
-    // The total latency, a sum of seconds, in root order.
-    for (const Part& part : part_of) {
-      for (const Root& r : part.roots) {
-        (*patterns)[r.pattern].total_latency_s +=
-            trace::NsToSeconds(latency(r.call));
-      }
-    }
     std::vector<uint32_t> median = std::move(second[0].median);
     for (size_t k = 0; k < n_patterns; ++k) {
       (*patterns)[k].timeline = std::move(second[0].timelines[k]);
@@ -592,7 +588,7 @@ void PatternMerger::Add(std::vector<Pattern>&& part) {
     }
     Pattern& pat = patterns_[it->second];
     pat.count += later.count;
-    pat.total_latency_s += later.total_latency_s;
+    pat.total_latency_ns += later.total_latency_ns;
     MergeNode(later.root, &pat.root);
     if (later.slowest.tree.latency_ns > pat.slowest.tree.latency_ns) {
       pat.slowest = std::move(later.slowest);
@@ -654,19 +650,19 @@ std::optional<SortKey> SortKeyFromName(std::string_view name) {
 
 void SortPatterns(std::vector<Pattern>& patterns, SortKey key) {
   auto mean = [](const Pattern& p) {
-    return p.count ? p.total_latency_s / static_cast<double>(p.count) : 0.0;
+    return p.count ? p.total_latency_s() / static_cast<double>(p.count) : 0.0;
   };
   std::sort(patterns.begin(), patterns.end(),
             [&](const Pattern& a, const Pattern& b) {
               switch (key) {
                 case SortKey::kCount:
                   if (a.count != b.count) return a.count > b.count;
-                  if (a.total_latency_s != b.total_latency_s)
-                    return a.total_latency_s > b.total_latency_s;
+                  if (a.total_latency_ns != b.total_latency_ns)
+                    return a.total_latency_ns > b.total_latency_ns;
                   break;
                 case SortKey::kTotalLatency:
-                  if (a.total_latency_s != b.total_latency_s)
-                    return a.total_latency_s > b.total_latency_s;
+                  if (a.total_latency_ns != b.total_latency_ns)
+                    return a.total_latency_ns > b.total_latency_ns;
                   if (a.count != b.count) return a.count > b.count;
                   break;
                 case SortKey::kMeanLatency:

@@ -357,7 +357,7 @@ json ToJson(const Pattern& p) {
           {"caller", p.caller},
           {"root", ToJson(p.root)},
           {"count", p.count},
-          {"total", p.total_latency_s},
+          {"total_ns", p.total_latency_ns},
           {"median", {p.median.at_ns, ToJson(p.median.tree)}},
           {"slowest", {p.slowest.at_ns, ToJson(p.slowest.tree)}},
           {"timeline",
@@ -370,7 +370,7 @@ Pattern PatternFrom(const json& j) {
   p.caller = j.at("caller");
   p.root = NodeFrom(j.at("root"));
   p.count = j.at("count");
-  p.total_latency_s = j.at("total");
+  p.total_latency_ns = j.at("total_ns");
   p.median = {j.at("median").at(0), ExampleCallFrom(j.at("median").at(1))};
   p.slowest = {j.at("slowest").at(0), ExampleCallFrom(j.at("slowest").at(1))};
   const json& t = j.at("timeline");

@@ -79,6 +79,45 @@ Shares SharesOf(const nlohmann::json& j) {
   return s;
 }
 
+// A pattern's total latency is a sum of integer nanoseconds, so the
+// stream's segments, each adding its own roots, add up to the in-memory
+// total to the bit, and it is the exact sum: 100 instances each of 0.1,
+// 0.2 and 0.3 s make 60 s, where a running sum of seconds gives
+// 60.00000000000x.
+TEST(NestStreamTest, TotalLatencyIsExactAcrossSegments) {
+  TempDir dir;
+  std::string t;
+  for (int i = 0; i < 300; ++i) {
+    char line[96];
+    std::snprintf(line, sizeof line,
+                  "%d.000 CALL A B r%d\n%d.%03d RET B A r%d\n", i, i, i,
+                  100 * (1 + i % 3), i);
+    t += line;
+  }
+  const std::string path = dir.Write("latencies.trace", t);
+  auto memory_reader = bbprof::trace::OpenTraceReader(path);
+  ASSERT_TRUE(memory_reader.ok());
+  auto memory =
+      bbprof::nesting::RunNesting(**memory_reader, bbprof::nesting::Params{});
+  ASSERT_TRUE(memory.ok()) << memory.status().message();
+  auto stream_reader = bbprof::trace::OpenTraceReader(path);
+  ASSERT_TRUE(stream_reader.ok());
+  bbprof::nesting::StreamOptions options;
+  options.segment_messages = 100;
+  bbprof::nesting::StreamReport report;
+  auto stream = bbprof::nesting::RunNestingStream(
+      **stream_reader, bbprof::nesting::Params{}, options, &report);
+  ASSERT_TRUE(stream.ok()) << stream.status().message();
+  EXPECT_GE(report.segments, 6u);
+  ASSERT_EQ(memory->patterns.size(), 1u);
+  ASSERT_EQ(stream->patterns.size(), 1u);
+  EXPECT_EQ(memory->patterns[0].count, 300u);
+  EXPECT_EQ(stream->patterns[0].count, 300u);
+  EXPECT_EQ(memory->patterns[0].total_latency_ns, 60'000'000'000);
+  EXPECT_EQ(memory->patterns[0].total_latency_s(), 60.0);
+  EXPECT_EQ(stream->patterns[0].total_latency_s(), 60.0);
+}
+
 TEST(NestStreamTest, ATraceOfOneSegmentGivesTheInMemoryBytes) {
   TempDir dir;
   std::vector<std::string> traces = {

@@ -751,7 +751,7 @@ TEST(NestingTest, CallWithALostReturnKeepsItsChildren) {
   EXPECT_EQ(alone->count, 1u);        // y, which called nothing
   EXPECT_EQ(r->input.unfinished_roots, 1u);
   EXPECT_NEAR(with_child->root.latency.mean_s(), 0.010, 1e-4);
-  EXPECT_NEAR(with_child->total_latency_s, 20 * 0.010, 1e-9);
+  EXPECT_NEAR(with_child->total_latency_s(), 20 * 0.010, 1e-9);
   Params paper = KeepClients();
   paper.impute_lost_returns = false;
   auto p = NestText(t, paper);
