@@ -43,14 +43,6 @@ Scoreboards::Part Scoreboards::ScorePart(const BinScale& scale,
 }
 
 Scoreboards::Scoreboards(const Params& params, const BinScale& scale,
-                         const CallTable& table)
-    : Scoreboards(params, scale, [&] {
-        std::vector<Part> parts;
-        parts.push_back(ScorePart(scale, table, 0, table.ret_order.size()));
-        return parts;
-      }()) {}
-
-Scoreboards::Scoreboards(const Params& params, const BinScale& scale,
                          std::vector<Part>&& parts)
     : scale_(scale),
       raw_(params.raw_bin_scores),

@@ -43,11 +43,9 @@ class Scoreboards {
   static Part ScorePart(const BinScale& scale, const CallTable& table,
                         size_t begin, size_t end);
 
-  // Scores every candidate of `table` (steps 1 and 2 done), on one thread.
-  Scoreboards(const Params& params, const BinScale& scale,
-              const CallTable& table);
-  // The boards of `parts`, which cover the return order in order: the
-  // same boards, numbered the same, as the constructor above gives.
+  // The boards of `parts`, which cover the return order in order (one
+  // part of the whole order on one thread): the same boards, numbered the
+  // same, however the order is cut.
   Scoreboards(const Params& params, const BinScale& scale,
               std::vector<Part>&& parts);
 

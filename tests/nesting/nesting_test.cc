@@ -1372,6 +1372,12 @@ TEST(NestingTest, WalkInChunksConsumesEveryChunkInOrderOnTheCallingThread) {
 TEST(NestingTest, ScoreboardsInPartsAreOneWalks) {
   std::mt19937_64 rng(41);
   const BinScale scale(1.05);
+  auto one_walk = [&](const Params& params, const CallTable& table) {
+    std::vector<Scoreboards::Part> parts;
+    parts.push_back(
+        Scoreboards::ScorePart(scale, table, 0, table.ret_order.size()));
+    return Scoreboards(params, scale, std::move(parts));
+  };
   for (int round = 0; round < 4; ++round) {
     CallTable table = SweepTable(rng, 20000, round % 2 == 1);
     // Delays of microseconds to milliseconds, over many bins.
@@ -1386,7 +1392,7 @@ TEST(NestingTest, ScoreboardsInPartsAreOneWalks) {
     InputStats stats;
     FindCandidates(params, {}, &table, &stats);
     ASSERT_GT(stats.mean_parallelism, 2.0);
-    const Scoreboards one(params, scale, table);
+    const Scoreboards one = one_walk(params, table);
     const size_t n = table.ret_order.size();
     auto all_scores = [&](const Scoreboards& boards) {
       std::vector<double> scores;
@@ -1413,14 +1419,14 @@ TEST(NestingTest, ScoreboardsInPartsAreOneWalks) {
     // The children walked backwards: other sums' orders, the same boards.
     CallTable reversed = table;
     std::reverse(reversed.ret_order.begin(), reversed.ret_order.end());
-    const Scoreboards backwards(params, scale, reversed);
+    const Scoreboards backwards = one_walk(params, reversed);
     EXPECT_EQ(all_scores(backwards), expected) << round;
     if (params.smooth_bins > 0) continue;
     // Without smoothing, a board's bins hold the weights: each child's n
     // candidates add n weights of 1/n to the (raw) boards.
     Params raw = params;
     raw.raw_bin_scores = true;
-    const Scoreboards raw_boards(raw, scale, table);
+    const Scoreboards raw_boards = one_walk(raw, table);
     for (uint32_t child : table.ret_order) {
       const Pair& c = table.pairs[child];
       const uint32_t n_cands = c.cand_end - c.cand_begin;
