@@ -48,9 +48,15 @@ Scoreboards::Scoreboards(const Params& params, const BinScale& scale,
       raw_(params.raw_bin_scores),
       bins_(static_cast<size_t>(scale.size())) {
   // Keys in the order the parts first met them, part by part: the order
-  // of one walk. Each part's rows are added into theirs.
+  // of one walk. The first part's boards are taken as they are (on one
+  // thread, the only part), and each later part's rows added into theirs.
   std::vector<uint64_t> sums;
-  for (Part& part : parts) {
+  if (!parts.empty()) {
+    index_ = std::move(parts[0].index);
+    sums = std::move(parts[0].sums);
+  }
+  for (size_t p = 1; p < parts.size(); ++p) {
+    Part& part = parts[p];
     for (uint32_t row = 0; row < part.index.size(); ++row) {
       const auto [to, inserted] = index_.Insert(part.index.key(row));
       if (inserted) sums.resize(sums.size() + bins_, 0);
