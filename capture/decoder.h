@@ -110,6 +110,13 @@ struct DecoderInfo {
   std::unique_ptr<DatagramDecoder> (*make_datagram)(EventSink& sink);
 };
 
+// The factory of a decoder that takes only its sink, for DecoderInfo's
+// make_stream (Base = StreamDecoder) and make_datagram (DatagramDecoder).
+template <class Decoder, class Base>
+std::unique_ptr<Base> MakeDecoder(EventSink& sink) {
+  return std::make_unique<Decoder>(sink);
+}
+
 // Every decoder, in probing order (most specific first; "generic" last).
 std::span<const DecoderInfo> AllDecoders();
 const DecoderInfo* FindDecoder(std::string_view name);

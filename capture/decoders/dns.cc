@@ -245,12 +245,8 @@ DecoderInfo DnsDecoderInfo() {
       .udp_ports = {53},
       .probe_stream = &ProbeDnsStream,
       .probe_datagram = &ProbeDnsDatagram,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<DnsStreamDecoder>(sink);
-      },
-      .make_datagram = [](EventSink& sink) -> std::unique_ptr<DatagramDecoder> {
-        return std::make_unique<DnsDatagramDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<DnsStreamDecoder, StreamDecoder>,
+      .make_datagram = &MakeDecoder<DnsDatagramDecoder, DatagramDecoder>,
   };
 }
 

@@ -82,9 +82,7 @@ DecoderInfo GenericDecoderInfo() {
       .udp_ports = {},
       .probe_stream = &ProbeGeneric,
       .probe_datagram = nullptr,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<GenericDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<GenericDecoder, StreamDecoder>,
       .make_datagram = nullptr,
   };
 }

@@ -634,9 +634,7 @@ DecoderInfo HttpDecoderInfo() {
       .udp_ports = {},
       .probe_stream = &ProbeHttp,
       .probe_datagram = nullptr,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<HttpDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<HttpDecoder, StreamDecoder>,
       .make_datagram = nullptr,
   };
 }

@@ -280,9 +280,7 @@ DecoderInfo MemcachedDecoderInfo() {
       .udp_ports = {},
       .probe_stream = &ProbeMemcached,
       .probe_datagram = nullptr,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<MemcachedDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<MemcachedDecoder, StreamDecoder>,
       .make_datagram = nullptr,
   };
 }

@@ -246,9 +246,7 @@ DecoderInfo MysqlDecoderInfo() {
       .udp_ports = {},
       .probe_stream = &ProbeMysql,
       .probe_datagram = nullptr,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<MysqlDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<MysqlDecoder, StreamDecoder>,
       .make_datagram = nullptr,
   };
 }

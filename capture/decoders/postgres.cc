@@ -346,9 +346,7 @@ DecoderInfo PostgresDecoderInfo() {
       .udp_ports = {},
       .probe_stream = &ProbePostgres,
       .probe_datagram = nullptr,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<PostgresDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<PostgresDecoder, StreamDecoder>,
       .make_datagram = nullptr,
   };
 }

@@ -308,9 +308,7 @@ DecoderInfo RedisDecoderInfo() {
       .udp_ports = {},
       .probe_stream = &ProbeRedis,
       .probe_datagram = nullptr,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<RedisDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<RedisDecoder, StreamDecoder>,
       .make_datagram = nullptr,
   };
 }

@@ -306,12 +306,8 @@ DecoderInfo RpcDecoderInfo() {
       .udp_ports = {111, 2049},
       .probe_stream = &ProbeRpcStream,
       .probe_datagram = &ProbeRpcDatagram,
-      .make_stream = [](EventSink& sink) -> std::unique_ptr<StreamDecoder> {
-        return std::make_unique<RpcStreamDecoder>(sink);
-      },
-      .make_datagram = [](EventSink& sink) -> std::unique_ptr<DatagramDecoder> {
-        return std::make_unique<RpcDatagramDecoder>(sink);
-      },
+      .make_stream = &MakeDecoder<RpcStreamDecoder, StreamDecoder>,
+      .make_datagram = &MakeDecoder<RpcDatagramDecoder, DatagramDecoder>,
   };
 }
 
