@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -1360,6 +1361,84 @@ TEST(NestingTest, WalkInChunksConsumesEveryChunkInOrderOnTheCallingThread) {
     EXPECT_LE(ids.size(), static_cast<size_t>(k.threads)) << what;
     EXPECT_LE(most_held.load(), 2 * k.chunks * static_cast<size_t>(k.threads))
         << what;
+  }
+}
+
+// WalkSplittingRanges (the pattern table, the timeline counts): the states
+// come back in the order of their ranges, which are contiguous, cover every
+// item once and are walked in order within each; no range split off is
+// shorter than asked; and a thread that runs out takes on part of a slow
+// thread's range. In the slow cases thread 0, after its first claim, waits
+// (10 s at most) until another thread walks an item of its range, which
+// only a split gives it. Also one thread, more threads than items, and no
+// items.
+TEST(NestingTest, WalkSplittingRangesCoversEveryItemOnceInOrder) {
+  struct Seen {
+    std::vector<uint32_t> items;
+    std::set<int> threads;
+  };
+  struct Case {
+    int threads;
+    uint32_t n, least, grain;
+    bool slow_first;
+  };
+  for (const Case& k : std::vector<Case>{{2, 20000, 500, 64, true},
+                                         {3, 30011, 100, 7, true},
+                                         {1, 5000, 10, 16, false},
+                                         {4, 3, 1, 1, false},
+                                         {2, 0, 8, 8, false}}) {
+    const std::string what = std::to_string(k.threads) + " threads, " +
+                             std::to_string(k.n) + " items";
+    const uint32_t first_end = k.n / static_cast<uint32_t>(k.threads);
+    std::atomic<bool> taken_from_first{false};
+    std::vector<Seen> states = WalkSplittingRanges<Seen>(
+        k.threads, k.n, k.least,
+        [&](Seen& seen, SplitRange& items, int thread) {
+          seen.threads.insert(thread);
+          for (uint32_t begin, end; items.Claim(k.grain, &begin, &end);) {
+            EXPECT_LE(end - begin, k.grain) << what;
+            for (uint32_t i = begin; i < end; ++i) seen.items.push_back(i);
+            if (thread != 0 && begin < first_end) taken_from_first = true;
+            if (!k.slow_first || thread != 0 ||
+                seen.items.size() > end - begin) {
+              continue;
+            }
+            const auto give_up =
+                std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (!taken_from_first &&
+                   std::chrono::steady_clock::now() < give_up) {
+              std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+          }
+        });
+    std::vector<uint32_t> all;
+    size_t splits = 0;
+    for (size_t r = 0; r < states.size(); ++r) {
+      const Seen& seen = states[r];
+      EXPECT_EQ(seen.threads.size(), 1u) << what << ": range " << r;
+      for (size_t j = 1; j < seen.items.size(); ++j) {
+        EXPECT_EQ(seen.items[j], seen.items[j - 1] + 1) << what;
+      }
+      // A range split off starts inside one of the first ranges, never
+      // at the start of one.
+      bool first = seen.items.empty();
+      for (int t = 0; t < k.threads; ++t) {
+        first |= !seen.items.empty() &&
+                 seen.items[0] == uint64_t{k.n} * t / k.threads;
+      }
+      if (!first) {
+        ++splits;
+        EXPECT_GE(seen.items.size(), k.least) << what << ": range " << r;
+      }
+      all.insert(all.end(), seen.items.begin(), seen.items.end());
+    }
+    std::vector<uint32_t> expected(k.n);
+    std::iota(expected.begin(), expected.end(), 0u);
+    EXPECT_EQ(all, expected) << what;
+    EXPECT_EQ(states.size(), static_cast<size_t>(k.threads) + splits) << what;
+    if (k.slow_first) {
+      EXPECT_GT(splits, 0u) << what;
+    }
   }
 }
 
