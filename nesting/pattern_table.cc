@@ -298,13 +298,13 @@ class PatternBuilder {
   // each part own whole patterns and walk every root: on the 2 M-message
   // trace one pattern held most of the calls, and the pass took as long on
   // two threads as on one.
-  Status FindCallPaths(int parts, std::vector<Pattern>* patterns) {
+  Status FindCallPaths(int threads, std::vector<Pattern>* patterns) {
     root_pattern_.assign(pairs_.size(), kNone);
     struct Root {
       uint32_t pattern;  // the part's local id until the merge
       uint32_t call;
     };
-    struct alignas(64) Part {
+    struct Part {
       std::vector<std::string> sigs;  // by local id, first seen first
       std::vector<uint32_t> first;    // the root each was first seen at
       std::vector<Pattern> patterns;  // by local id
@@ -315,54 +315,68 @@ class PatternBuilder {
       uint64_t unfinished = 0;
       Status status = Status::Ok();
     };
-    std::vector<Part> part_of(static_cast<size_t>(parts));
-    const auto n = static_cast<uint64_t>(pairs_.size());
     auto latency = [&](uint32_t i) { return pairs_[i].ret - pairs_[i].call; };
     // The slowest of two roots, the earlier of equals.
     auto slower = [&](uint32_t a, uint32_t b) {
       return latency(a) > latency(b) || (latency(a) == latency(b) && a < b);
     };
-    RunParts(parts, [&](int part) {
-      Part& mine = part_of[part];
-      ShapeTable table(*this);
-      KeyIndex patterns_met;  // (caller, root shape) -> local id
-      std::vector<uint32_t> flat;  // one instance's calls, canonical order
-      Intervals iv;
-      const auto begin = static_cast<uint32_t>(n * part / parts);
-      const auto end = static_cast<uint32_t>(n * (part + 1) / parts);
-      for (uint32_t i = begin; i < end; ++i) {
-        const Pair& p = pairs_[i];
-        if (p.ret < 0 || p.cand_end != p.cand_begin || !Owned(p)) continue;
-        if (p.imputed) {  // an incomplete instance: its latency is unknown
-          ++mine.unfinished;
-          continue;
-        }
-        mine.first_call = std::min(mine.first_call, p.call);
-        mine.last_call = std::max(mine.last_call, p.call);
-        InstNode inst;
-        mine.status = BuildInstance(i, 0, &table, &inst);
-        if (!mine.status.ok()) return;
-        // Two local ids may share a signature (node names holding "->"):
-        // the merge below joins patterns by signature.
-        const auto [local, inserted] =
-            patterns_met.Insert(uint64_t{p.caller} << 32 | inst.shape);
-        if (inserted) {
-          mine.sigs.push_back(names_[p.caller] + "->" + table.key(inst.shape));
-          mine.first.push_back(i);
-          mine.patterns.emplace_back();
-          mine.slowest.push_back(i);
-        }
-        mine.roots.push_back({local, i});
-        flat.clear();
-        Flatten(inst, &flat);
-        const uint32_t* cur = flat.data();
-        Pattern& pat = mine.patterns[local];
-        ++pat.count;
-        pat.total_latency_ns += latency(i);
-        Accumulate(cur, p.call, &pat.root, &iv);
-        if (slower(i, mine.slowest[local])) mine.slowest[local] = i;
-      }
-    });
+    // Parts of the calls in index order, cut as the threads go (a part is
+    // split when a thread runs out): each part's patterns depend only on
+    // its roots, and the parts merge in order below. (A part costs a shape
+    // table and its patterns' histograms, so no part is cut shorter than
+    // 2^15 calls: about 3 ms of this walk.)
+    std::vector<Part> part_of = WalkSplittingRanges<Part>(
+        threads, static_cast<uint32_t>(pairs_.size()), 1u << 15,
+        [&](Part& mine, SplitRange& items, int) {
+          ShapeTable table(*this);
+          KeyIndex patterns_met;       // (caller, root shape) -> local id
+          std::vector<uint32_t> flat;  // one instance's calls, canonical order
+          Intervals iv;
+          for (uint32_t begin, end; items.Claim(1024, &begin, &end);) {
+            for (uint32_t i = begin; i < end; ++i) {
+              const Pair& p = pairs_[i];
+              if (p.ret < 0 || p.cand_end != p.cand_begin || !Owned(p)) {
+                continue;
+              }
+              if (p.imputed) {  // an incomplete instance: latency unknown
+                ++mine.unfinished;
+                continue;
+              }
+              mine.first_call = std::min(mine.first_call, p.call);
+              mine.last_call = std::max(mine.last_call, p.call);
+              InstNode inst;
+              mine.status = BuildInstance(i, 0, &table, &inst);
+              if (!mine.status.ok()) {
+                // The merge reports the first part's error: leave nothing
+                // of this part for a thread to take on.
+                while (items.Claim(~0u, &begin, &end)) {
+                }
+                return;
+              }
+              // Two local ids may share a signature (node names holding
+              // "->"): the merge below joins patterns by signature.
+              const auto [local, inserted] =
+                  patterns_met.Insert(uint64_t{p.caller} << 32 | inst.shape);
+              if (inserted) {
+                mine.sigs.push_back(names_[p.caller] + "->" +
+                                    table.key(inst.shape));
+                mine.first.push_back(i);
+                mine.patterns.emplace_back();
+                mine.slowest.push_back(i);
+              }
+              mine.roots.push_back({local, i});
+              flat.clear();
+              Flatten(inst, &flat);
+              const uint32_t* cur = flat.data();
+              Pattern& pat = mine.patterns[local];
+              ++pat.count;
+              pat.total_latency_ns += latency(i);
+              Accumulate(cur, p.call, &pat.root, &iv);
+              if (slower(i, mine.slowest[local])) mine.slowest[local] = i;
+            }
+          }
+        });
+    const int parts = static_cast<int>(part_of.size());
     // Local ids to global ones, in the order of first appearance, and each
     // part's patterns into the result.
     std::unordered_map<std::string, size_t> index;
@@ -414,7 +428,7 @@ class PatternBuilder {
       std::vector<Timeline> timelines;
     };
     std::vector<Second> second(static_cast<size_t>(parts));
-    RunParts(parts, [&](int part) {
+    RunPartsOn(threads, parts, [&](int part) {
       std::vector<uint32_t>& median = second[part].median;
       std::vector<Timeline>& timelines = second[part].timelines;
       median.assign(n_patterns, kNone);

@@ -577,18 +577,21 @@ class TimelineModel {
   }
 
   // Learns the gap densities and the spawn multiset frequencies from the
-  // current assignment, the parents cut into `parts` ranges counted on
-  // threads of their own.
-  void LearnTimeline(int parts) {
+  // current assignment, the parents counted on `threads` threads.
+  void LearnTimeline(int threads) {
     gap_boards_.clear();
-    std::vector<LearnCounts> part_counts(static_cast<size_t>(parts));
-    const auto n = static_cast<uint64_t>(pairs_.size());
-    RunParts(parts, [&](int part) {
-      CountTimelines(static_cast<uint32_t>(n * part / parts),
-                     static_cast<uint32_t>(n * (part + 1) / parts),
-                     scratch_[part], &part_counts[part]);
-    });
-    for (int part = 1; part < parts; ++part) {
+    // Ranges cut as the threads go (WalkSplittingRanges), merged in order:
+    // the keys numbered as one walk numbers them. (A range costs its
+    // histograms, 5 KB a gap key, zeroed and merged: none shorter than
+    // 2^15 calls, about 10 ms of counting.)
+    std::vector<LearnCounts> part_counts = WalkSplittingRanges<LearnCounts>(
+        threads, static_cast<uint32_t>(pairs_.size()), 1u << 15,
+        [&](LearnCounts& out, SplitRange& items, int thread) {
+          for (uint32_t begin, end; items.Claim(256, &begin, &end);) {
+            CountTimelines(begin, end, scratch_[thread], &out);
+          }
+        });
+    for (size_t part = 1; part < part_counts.size(); ++part) {
       MergeCounts(std::move(part_counts[part]), &part_counts[0]);
     }
     LearnCounts& learned = part_counts[0];
@@ -646,7 +649,7 @@ class TimelineModel {
     }
     unseen_index_.Build(items);
     score_cache_.assign(pairs_.size(), std::numeric_limits<float>::quiet_NaN());
-    LearnGrandchildCounts(parts);
+    LearnGrandchildCounts(threads);
     LearnGroupOrder();
     LearnFanIn();
     LearnSharedIds();
@@ -1159,16 +1162,16 @@ class TimelineModel {
     return 0;
   }
 
-  // Learned over ranges of the calls on `parts` threads: the counts of
+  // Learned over ranges of the calls on `threads` threads: the counts of
   // children (whole numbers, so sums in any order are exact) merged in
   // range order, which numbers the pairs of edges as one walk would; the
   // expected distributions (sums of fractions, whose order shows in the
   // last bits) computed in parallel a stretch of calls at a time and then
   // added on one thread in call order, as one walk adds them.
-  void LearnGrandchildCounts(int parts) {
+  void LearnGrandchildCounts(int threads) {
     grand_log_.clear();
     const auto n_pairs = static_cast<uint64_t>(pairs_.size());
-    const auto n_parts = static_cast<uint64_t>(std::max(parts, 1));
+    const int n_threads = std::max(threads, 1);
     // Per (edge of a call, edge of its children): the distribution of the
     // number of such children per call; and per edge, the child edges.
     // (Edges are numbered densely: arrays by edge; the pairs of edges
@@ -1178,25 +1181,27 @@ class TimelineModel {
       std::vector<CountDist> dist;
       std::vector<double> calls_on_edge;
     };
-    std::vector<ChildCounts> part_counts(n_parts);
-    RunParts(static_cast<int>(n_parts), [&](int part) {
-      ChildCounts& out = part_counts[static_cast<size_t>(part)];
-      out.calls_on_edge.assign(edge_count_, 0.0);
-      std::vector<std::pair<uint32_t, int>> counts;
-      const auto end = static_cast<uint32_t>(n_pairs * (part + 1) / n_parts);
-      for (auto p = static_cast<uint32_t>(n_pairs * part / n_parts); p < end;
-           ++p) {
-        if (pairs_[p].ret < 0) continue;
-        out.calls_on_edge[edge_of_[p]] += 1;
-        counts.clear();
-        CountChildren(p, kNone, &counts);
-        for (const auto& [e, n] : counts) {
-          const auto [k, inserted] = out.index.Insert(PairKey(edge_of_[p], e));
-          if (inserted) out.dist.emplace_back().fill(0.0);
-          out.dist[k][std::min(n, kGrandchildCap)] += 1;
-        }
-      }
-    });
+    // Ranges cut as the threads go, merged in order below.
+    std::vector<ChildCounts> part_counts = WalkSplittingRanges<ChildCounts>(
+        n_threads, static_cast<uint32_t>(n_pairs), 1u << 15,
+        [&](ChildCounts& out, SplitRange& items, int) {
+          out.calls_on_edge.assign(edge_count_, 0.0);
+          std::vector<std::pair<uint32_t, int>> counts;
+          for (uint32_t begin, end; items.Claim(1024, &begin, &end);) {
+            for (uint32_t p = begin; p < end; ++p) {
+              if (pairs_[p].ret < 0) continue;
+              out.calls_on_edge[edge_of_[p]] += 1;
+              counts.clear();
+              CountChildren(p, kNone, &counts);
+              for (const auto& [e, n] : counts) {
+                const auto [k, inserted] =
+                    out.index.Insert(PairKey(edge_of_[p], e));
+                if (inserted) out.dist.emplace_back().fill(0.0);
+                out.dist[k][std::min(n, kGrandchildCap)] += 1;
+              }
+            }
+          }
+        });
     KeyIndex child_index;
     std::vector<CountDist> child_dist;
     std::vector<double> calls_on_edge(edge_count_, 0.0);
@@ -1283,7 +1288,7 @@ class TimelineModel {
         }
       }
     };
-    if (n_parts == 1) {
+    if (n_threads == 1) {
       walk(0, static_cast<uint32_t>(n_pairs), add);
     } else {
       // The walk in chunks on the threads, the adding in call order on
@@ -1297,7 +1302,7 @@ class TimelineModel {
         CountDist independent;
       };
       WalkInChunksConsumeInOrder<std::vector<Expected>>(
-          static_cast<int>(n_parts), n_pairs, 1 << 13, 8,
+          n_threads, n_pairs, 1 << 13, 8,
           [&](size_t begin, size_t end, std::vector<Expected>& list) {
             list.clear();
             walk(static_cast<uint32_t>(begin), static_cast<uint32_t>(end),
