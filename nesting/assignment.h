@@ -107,7 +107,8 @@ class Penalties {
     return log_penalty == 0 ? 1.0 : std::exp(log_penalty);
   }
   // The same, as a log: the timeline score is a sum of logs. The powers
-  // come from tables (pow was a tenth of the timeline passes' time).
+  // come from tables: a pow per candidate scored would be a large share
+  // of the timeline passes' time.
   // `exclude`: a child of p to leave out (kNone: none).
   // Only the kPenaltyScan most recently attached siblings are counted: a
   // parent with thousands of children (a session enclosing a whole

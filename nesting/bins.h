@@ -73,10 +73,10 @@ class BinScale {
   // double, exactly, and takes the cell's bin from a table. Only in a cell
   // where a bin starts (about one in twelve at the default base) is the
   // magnitude compared with that bin's lower bound (more than once only at
-  // bases below 1.004). Until session 36 the cell was read off the
-  // magnitude in microseconds, which rounds, so every call stepped up and
-  // down a bin to check: a third of this function's instructions. The bins
-  // are the same: each is the k with lower_[k] <= x < lower_[k + 1].
+  // bases below 1.004). The cell is read off the nanoseconds' double, not
+  // a rounded magnitude in microseconds, so no call needs to step up and
+  // down a bin to check. The bins are the log formula's: each is the k
+  // with lower_[k] <= x < lower_[k + 1].
   int Bin(trace::TimeNs delta) const {
     trace::TimeNs mag = delta < 0 ? -delta : delta;
     int k;
@@ -161,8 +161,7 @@ inline uint64_t Mix64(uint64_t h) {
 // A read-only map from 64-bit keys to small values, built once per
 // timeline pass and looked up tens of millions of times: open addressing
 // with linear probing in one array, so a lookup is one or two cache lines
-// where std::unordered_map chases a pointer per lookup (9% of the passes'
-// time on the parallelism-30 sample).
+// where std::unordered_map chases a pointer per lookup.
 class FlatIndex {
  public:
   static constexpr uint32_t kMissing = 0xFFFFFFFFu;

@@ -131,9 +131,8 @@ void CallPairer::Finish() {
 
 void FoldExternalClients(const Params& params, CallTable* table) {
   // Two walks over every pair, in ranges on the threads: the flags are ORs
-  // of the ranges', the relabelling a pair at a time (exact either way).
-  // On one thread the pass had been 0.014 s of the 2 M trace's 0.95 s on
-  // two.
+  // of the ranges', the relabelling a pair at a time (exact either way),
+  // so the pass does not hold the other threads back on a long trace.
   Pairs& pairs = table->pairs;
   const size_t n_names = table->names.size();
   const int parts = RangeParts(params.threads, pairs.size());
@@ -171,9 +170,9 @@ namespace {
 // /item/k9, /user/42/orders), and it is read as a wildcard (counted in
 // distinct values of the segment). Two rounds, so
 // that a path with two ids (/a/1/b/2) is seen too. Ops whose templates
-// agree key as one, the first of them. The real stack's routes carry such
-// a key, and keyed by every variant each board held a tenth of its
-// samples (docs/nesting.md, "Operations").
+// agree key as one, the first of them. Routes often carry such a key,
+// and keyed by every variant each board would hold a fraction of the
+// samples, too few to learn from (docs/nesting.md, "Operations").
 struct OpKeys {
   // Per PairKey(node, op): the op it is keyed by, where not itself.
   std::unordered_map<uint64_t, uint32_t> key;
@@ -337,14 +336,13 @@ void SortByReturn(CallTable* table, int threads) {
   // Returns are listed as they arrive, so mostly in order already; what
   // breaks it is mostly at the end (ImputeLostReturns appends). Sorting
   // only what follows the sorted prefix and merging the two (stably) gives
-  // exactly what sorting the whole would, at a fraction of the cost (the
-  // whole sort was 4.5% of streamed nest's time).
+  // exactly what sorting the whole would, at a fraction of the cost: a
+  // scan of the prefix instead of an n log n sort of the whole order.
   auto& order = table->ret_order;
   // The prefix is found in ranges on the threads: each range's first
   // position out of order (comparing with the element before it, across
-  // the range's start too); the earliest of them is the prefix's end.
-  // Reading every pair's return at random, the scan was 0.007 s of the 2 M
-  // trace on one thread.
+  // the range's start too); the earliest of them is the prefix's end. The
+  // scan reads every pair's return at random, which is worth splitting.
   const size_t n = order.size();
   const int parts = RangeParts(threads, n);
   std::vector<size_t> first_out(static_cast<size_t>(parts), n);
@@ -365,9 +363,9 @@ void SortByReturn(CallTable* table, int threads) {
   // sorted (stably) and merged back. The trace is in time order, so those
   // are the returns paired after later ones: a return stamped before its
   // call (a clock behind), paired when the call came, and the imputed
-  // ones. On a trace whose clocks disagree by milliseconds, sorting all
-  // that followed the first of them was 0.045 s of the 2 M-message trace,
-  // on one thread. The merge puts a kept return first among equals: a
+  // ones. On a trace whose clocks disagree by milliseconds the first of
+  // them comes early, and sorting all that follows it would sort nearly
+  // the whole order. The merge puts a kept return first among equals: a
   // return set aside came after the running maximum had passed its time,
   // so an equal kept one came before it, as a stable sort of the whole
   // would order them.

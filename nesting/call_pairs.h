@@ -20,8 +20,9 @@ namespace bbprof::nesting {
 
 // The stream driver's tracker of the calls open at a segment's start
 // (stream_driver.cc, OpenCalls) follows the same rule; a change to it
-// belongs in both. (Shared as one template, the pairer's hot path came out
-// 1.5% slower; docs/nesting.md, "Requests across the edges".)
+// belongs in both. (They are not one template: shared, the pairer's hot
+// path, the per-record loop of step 1, comes out slower; docs/nesting.md,
+// "The stream driver".)
 //
 // Matches returns to calls by (sender, receiver, callid); where callids are
 // absent or repeat, each return takes the earliest unmatched call with the

@@ -120,7 +120,7 @@ void SweepEnclosing(const CallTable& table, trace::TimeNs w, Visit&& visit) {
 // with `bounds` (part p visited the children at return positions
 // [bounds[p], bounds[p + 1])). Every visit sees exactly the calls, in the
 // order, that SweepEnclosing gives it, so states merged in part order give
-// the one-thread result (docs/nesting.md, "The threads driver as built").
+// the one-thread result (docs/nesting.md, "Passes and their state").
 //
 // A part rebuilds the sweep's state at its first return instead of walking
 // there: with both orders sorted by time (ret_order by return, the call

@@ -1,8 +1,8 @@
 // Client folding, beyond the paper: the callers of a trace that are never
 // called themselves are its external clients (browsers, load generators,
 // other systems). Each client address starts its own pattern, so a capture
-// with 50 client addresses shows 50 copies of every path pattern (issue 14:
-// 797 patterns where there are 8). Folding names every such client by the
+// with 50 client addresses shows 50 copies of every path pattern. Folding
+// names every such client by the
 // group it belongs to (by default one node, `clients`), after calls are
 // paired with their returns (callids are per caller, so pairing must see
 // the real callers) and before the nesting steps, which never see a client

@@ -62,7 +62,8 @@ struct EvalOptions {
 Result<Evaluation> Evaluate(const std::string& truth_trace,
                             const Params& params, const EvalOptions& options);
 
-// Request accuracy (the metric of issue 13): the share of true requests
+// Request accuracy (the metric request-tracing work reports): the share
+// of true requests
 // (distinct pathids of true root calls, or of calls under a call without a
 // pathid) whose whole inferred tree is right.
 // `inferred_parent[i]` is call i's inferred parent: kNoParent for a root, a

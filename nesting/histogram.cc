@@ -18,7 +18,7 @@ int BinByLog(trace::TimeNs value) {
 }
 
 // BinByLog without a log, for values below 2^46 ns (19.5 hours): Add runs
-// for every call of every request, three times, and the log was a third
+// for every call of every request, three times, and a log would be most
 // of its cost. The table holds each bin's lowest value, found from
 // BinByLog itself, so the two agree on every value: BinByLog never
 // descends over whole nanoseconds there (the logs of consecutive integers

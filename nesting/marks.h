@@ -5,7 +5,7 @@
 // given to the wrong one of several concurrent parents turns one instance of
 // a frequent pattern into an instance with one child less and another with
 // one child more. Those variants are rare, and their rate grows with the
-// trace's parallelism (section 5.1.2; Figure 19 and docs/nesting.md,
+// trace's parallelism (section 5.1.2; Figure 19 and docs/benchmarks.md,
 // "Robustness").
 #ifndef BBPROF_NESTING_MARKS_H_
 #define BBPROF_NESTING_MARKS_H_
@@ -16,15 +16,16 @@
 
 namespace bbprof::nesting {
 
-// Mean parallelism (InputStats::mean_parallelism) from which docs/nesting.md
-// measured poor accuracy: at 7.5 to 9.8 the pathological samples nest 55% to
-// 93% of their requests wrongly and multitier-normal 14%, at 14.9 two of its
-// top five patterns are wrong, at 30.4 72% of its requests.
+// Mean parallelism (InputStats::mean_parallelism) from which the samples
+// nest poorly (docs/benchmarks.md, "Robustness"): from 7.5 the pathological
+// samples nest most of their requests wrongly and multitier-normal 14%, at
+// 14.9 two of its top five patterns are wrong, at 30.4 72% of its
+// requests.
 inline constexpr double kHighParallelism = 7.5;
 
 // The share of a pattern's instances that misassignment is expected to turn
 // into variants, at the given mean parallelism: the instance false negatives
-// of docs/nesting.md ("Robustness", Figure 19) grow linearly in
+// of docs/benchmarks.md ("Robustness", Figure 19) grow linearly in
 // (parallelism - 1), by 2.2% (multitier-normal) to 15.5% (children-parallel,
 // the worst sample) per unit; this is the worst slope, 0.16, capped at one
 // half. Zero at parallelism 1: a call with one candidate parent cannot be

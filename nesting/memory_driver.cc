@@ -115,11 +115,9 @@ class MemoryDriver {
     CallPairer pairer(params_, reader_.path(), &table_, &stats_, labels_);
     // A call and its return are two records: a segment of n records has at
     // most about n / 2 pairs. Sized once, the table is never copied while
-    // it grows (those copies were 3.5% of streamed nest's profile). A
-    // binary trace file says how many messages it holds in its block
-    // index: sized from that, a whole file's table is not copied either
-    // (on the 2 M-message trace in memory the copies and their page faults
-    // were about 2% of the time, and 1.7 MB of the peak memory).
+    // it grows, nor its pages faulted twice. A binary trace file says how
+    // many messages it holds in its block index: sized from that, a whole
+    // file's table is not copied either.
     uint64_t n = reader_.records_expected();
     if (n == 0) n = trace::BinaryMessagesHint(reader_.path());
     if (n > 0) {
@@ -230,9 +228,8 @@ class MemoryDriver {
   // The text is a vector, not a string: moving a vector keeps its elements
   // where they are (a short string's characters live inside the object and
   // move with it), so the reader points the views once the batch is full
-  // and they stay good through the queue. (Pointed by the pairer, as until
-  // 2026-11-29, they cost the thread every pass waits for a seventh of its
-  // time in a two-thread profile.)
+  // and they stay good through the queue, and the pairer, the thread every
+  // later pass waits for, does not point them.
   struct Batch {
     // Where each record's callid, pathid and op start in `text`.
     struct Views {
@@ -257,8 +254,8 @@ class MemoryDriver {
   };
   static constexpr size_t kBatchRecords = 4096;
   // Eight batches (about 2 ms of pairing): a prefault step (one huge page)
-  // is taken only while the reader is this far ahead, and with four the
-  // pairer waited up to 0.027 s a run for a reader in its step.
+  // is taken only while the reader is this far ahead, and the lead must be
+  // long enough that the pairer never waits for a reader in its step.
   static constexpr size_t kBatchesAhead = 8;
 
   // The reader fills batches on a thread while this one pairs them.

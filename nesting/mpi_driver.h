@@ -1,4 +1,4 @@
-// The MPI driver of the nesting algorithm (issue 17, "across machines"):
+// The MPI driver of the nesting algorithm, across machines:
 // `mpirun -np N bbprof nest TRACE` splits the stream driver's segments
 // (stream_driver.h) among N processes. Every rank reads the trace (on
 // shared storage) and nests the segments k with k % N == its rank, on

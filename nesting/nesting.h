@@ -100,7 +100,7 @@ struct Params {
   // Evaluation only ("cheating" as in section 7.5.1): candidate parents must
   // carry the child's ground-truth pathid, which yields the true paths.
   bool use_pathids = false;
-  // Operations (trace field 7, issue 14). Patterns split by the operation
+  // Operations (trace field 7). Patterns split by the operation
   // of every call (false: by node only, as the paper does).
   bool group_by_op = true;
   // Scoreboards (5.1.1.2) and timeline edges keyed by the operation of the
@@ -108,9 +108,10 @@ struct Params {
   // that two operations served by one node, with different children and
   // delays, are learned apart. Variants of an op that differ by an id in
   // the path (eight or more values of one segment where the rest agree, at
-  // one node) key as one: keyed by every variant, each board held a tenth of its samples
-  // on the real stack, whose routes carry a key, and lost up to 11 points
-  // there (docs/nesting.md). Changes nothing on a trace without ops.
+  // one node) key as one: keyed by every variant of a route that carries
+  // a key, each board would hold a fraction of its samples, too few to
+  // learn from (docs/nesting.md, "Operations"). Changes nothing on a trace
+  // without ops.
   bool op_keys = true;
   // Calls waiting for their return kept at once while pairing (0: no
   // limit); past it the oldest is evicted and stays unmatched, so a trace of
@@ -189,9 +190,9 @@ struct Pattern {
   uint64_t count = 0;
   // The instances' latencies added up, in integer nanoseconds as the
   // timeline's sums: exact in any order, so parts of the roots (threads,
-  // stream segments, ranks) add up to one walk's total to the bit. As a
-  // sum of seconds it depended on the order of its terms in its last bits
-  // (until 2026-11-29).
+  // stream segments, ranks) add up to one walk's total to the bit, where
+  // a sum of seconds would depend on the order of its terms in its last
+  // bits.
   trace::TimeNs total_latency_ns = 0;
   double total_latency_s() const {
     return trace::NsToSeconds(total_latency_ns);

@@ -83,11 +83,8 @@ void AttachBest(const Scoreboards& boards, const Penalties& penalties,
 // mistake becomes two. Refinement passes (coordinate descent on the same
 // score) take each call off its parent and choose again with all of every
 // candidate's other children known, which undoes many such swaps. One pass
-// (the default) cut instance false negatives on the maketrace samples
-// (multitier-normal 3.4% -> 2.2%, Children-parallel 9.4% -> 6.0%,
-// Children-d/cc 9.8% -> 6.6%, added-delay 3.9% -> 2.9%) for about 5% more
-// time; `--refine-passes 0` is the paper's rule. Then come the timeline
-// passes (timeline.h; `--timeline-passes 0` is off).
+// is the default; `--refine-passes 0` is the paper's rule. Then come the
+// timeline passes (timeline.h; `--timeline-passes 0` is off).
 void FindNestedPairs(const Params& params, const BinScale& scale,
                      const Scoreboards& boards,
                      const std::vector<std::vector<uint32_t>>& parts,
@@ -157,7 +154,7 @@ std::vector<std::vector<uint32_t>> PartitionByComponents(const CallTable& table,
   // first call (the smaller root wins a union), so that the components
   // come in the order of their first call by walking the calls in order.
   // The pairs (56 bytes each) are read once; the passes after read the
-  // arrays of 4 and 8 bytes (the pass had read the pairs four times).
+  // arrays of 4 and 8 bytes.
   std::vector<uint32_t> up(n), n_cands(n);
   std::iota(up.begin(), up.end(), 0u);
   auto find = [&](uint32_t x) {
@@ -225,17 +222,15 @@ void AssignParents(const Params& params, const EdgeWindows& windows,
   clock.Lap("candidates (step 2)");
   // More parts than threads, taken in turn (RunPartsOn): the parts' costs
   // differ (the timeline passes score a parent's whole timeline), and on
-  // a shared machine so do the threads' speeds. On the 2 M trace with two
-  // threads, the first of two equal-weight parts took 0.115-0.14 s of a
-  // timeline pass and the second 0.08-0.105 s.
+  // a shared machine so do the threads' speeds: with one part a thread,
+  // the thread done first would wait for the other.
   const int parts = params.threads > 1 ? params.threads * kPartsPerThread : 1;
   // The scoreboards (step 3), the components and the timeline passes'
   // edges only read the candidates, so with two threads or more they are
   // built at once, ahead of every choice: the components and the edges
-  // each one thread's work (on the 2 M-message trace 0.03-0.04 s and
-  // 0.02 s), the scoreboards (0.03-0.04 s on one thread) in parts of the
-  // return order, two a thread, taken last to even out the threads, and
-  // merged after (their integer sums merge exactly: scoreboards.h).
+  // each one thread's work, the scoreboards in parts of the return order,
+  // two a thread, taken last to even out the threads, and merged after
+  // (their integer sums merge exactly: scoreboards.h).
   const bool timeline =
       params.assign != Assign::kFcfs && params.timeline_passes > 0;
   const size_t n_returned = table->ret_order.size();

@@ -81,10 +81,10 @@ class PatternBuilder {
   // A shape is its call's node, its op (grouped by op) and its children's
   // shapes in canonical order; each distinct one gets a number and, once,
   // its canonical key (`node[op](child,child)`), which names the pattern.
-  // Building each instance's key as a string, node by node, and comparing
-  // keys to sort siblings was a third of step 5 on the 2 M trace; now an
-  // instance costs a lookup of a few numbers per call, and strings are
-  // written and compared only for shapes, not instances.
+  // So an instance costs a lookup of a few numbers per call, and strings
+  // are written and compared only for shapes, not for every instance
+  // (building and comparing each instance's key as a string would be a
+  // large share of step 5).
   class ShapeTable {
    public:
     explicit ShapeTable(const PatternBuilder& b) : b_(b) {}
@@ -184,8 +184,7 @@ class PatternBuilder {
   // Appends the instance's calls in canonical pre-order (each call, then
   // its children's subtrees in canonical order), the order Accumulate
   // walks: the second pass over the roots reads it instead of building the
-  // instance tree and its shape keys again (that rebuild was 4.5% of nest's
-  // instructions on the 2 M trace).
+  // instance tree and its shape keys again.
   static void Flatten(const InstNode& n, std::vector<uint32_t>* out) {
     out->push_back(n.pair);
     for (const InstNode& c : n.children) Flatten(c, out);
@@ -195,8 +194,8 @@ class PatternBuilder {
   // past them), to the pattern tree under `node`. A call's children are
   // the ones its sibling links list, in any order for the own time (a
   // union of intervals) and in canonical order for the recursion. `iv`:
-  // scratch for InstanceOwnTime, kept by the caller across instances (a
-  // vector allocated and freed per call was 3.5% of nest's instructions).
+  // scratch for InstanceOwnTime, kept by the caller across instances, so
+  // that no call allocates.
   using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
   void Accumulate(const uint32_t*& cur, TimeNs parent_call, PatternNode* node,
                   Intervals* iv) {
@@ -293,11 +292,9 @@ class PatternBuilder {
   // needs every part first is added after, from each part's list of
   // roots, on the parts' threads again: the timeline (whose buckets need
   // the span of every part's roots) and the median (which needs the p50).
-  // (The total latency, a sum of seconds until session 44, was added
-  // after too, in root order.) Until 2026-11-29 a second pass had
-  // each part own whole patterns and walk every root: on the 2 M-message
-  // trace one pattern held most of the calls, and the pass took as long on
-  // two threads as on one.
+  // Parts are stretches of roots, not sets of patterns: one pattern may
+  // hold most of a trace's calls, and a part that owned it would hold the
+  // whole pass.
   Status FindCallPaths(int threads, std::vector<Pattern>* patterns) {
     root_pattern_.assign(pairs_.size(), kNone);
     struct Root {

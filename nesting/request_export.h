@@ -53,7 +53,7 @@ Result<ExportStats> ExportRequests(const DetailedResult& detail,
                                    RequestFormat format,
                                    const std::string& path);
 
-// The requests of a run nested in segments (the stream driver, issue 17):
+// The requests of a run nested in segments (the stream driver):
 // memory bounded by the segment, not by the trace, for the export too. Each
 // segment, once nested, writes the requests it owns (their calls, times,
 // nodes, callids and ops, and the shape of their pattern) to one unlinked

@@ -9,15 +9,12 @@
 // as doubles: a sum of doubles depends on the order of its terms in its
 // last bits, a sum of integers does not. So the boards can be built in
 // parts of the return order, each on a thread of its own, and merged by
-// addition into the very boards one walk gives (issue 17: "per-partition
-// scoreboards ... merged"; docs/nesting.md, "Passes and their state"), and
-// a driver that builds them from windows or ranks can do the same. No sum
-// overflows: a child's n weights add up to at most 2^31 + n/2 <= 2^32, and
-// a table has fewer than 2^32 calls. The rounding moves a weight by at most
-// 2^-32, far below the differences between boards that decide a parent but
-// for near-ties: on the real stack it placed a few calls of one capture of
-// 72 differently, with the same request accuracy (docs/benchmarks.md, "The
-// scoreboards in parts").
+// addition into the very boards one walk gives (docs/nesting.md, "Passes
+// and their state"), and a driver that builds them from windows or ranks
+// can do the same. No sum overflows: a child's n weights add up to at most
+// 2^31 + n/2 <= 2^32, and a table has fewer than 2^32 calls. The rounding
+// moves a weight by at most 2^-32, far below the differences between
+// boards that decide a parent, but for near-ties.
 #ifndef BBPROF_NESTING_SCOREBOARDS_H_
 #define BBPROF_NESTING_SCOREBOARDS_H_
 
@@ -73,8 +70,8 @@ class Scoreboards {
   size_t bins_;
   // Board keys numbered in the order they are first scored, and the
   // boards, one row of bins_ each, end to end under those numbers: a flat
-  // lookup and one memory access per candidate scored (a
-  // std::unordered_map and a vector per board before).
+  // lookup and one memory access per candidate scored, the hottest lookup
+  // of step 4.
   KeyIndex index_;
   std::vector<double> boards_;
 };

@@ -48,11 +48,10 @@ size_t SliceOf(TimeNs t, TimeNs t0, TimeNs t1, int n) {
 
 // The slope, in seconds per second, of a line through the low percentile of
 // each slice of time that holds enough samples, each at the mean time of its
-// samples; none with fewer than three such slices. (At the slice's middle,
-// a slice that traffic fills only in part, at the edge of a lull, put its
-// percentile seconds away from where it was read: on a real capture with
-// one call 46 s before the rest, the slope of a 15 ppm drift read 0, and
-// 5% of requests came out right instead of 98.6%.)
+// samples; none with fewer than three such slices. (Not at the slice's
+// middle: a slice that traffic fills only in part, at the edge of a lull,
+// would put its percentile seconds away from where it was read, and bend
+// the slope.)
 std::optional<double> EnvelopeSlope(const std::vector<ClockSample>& samples,
                                     TimeNs t0, TimeNs t1) {
   if (t1 <= t0) return std::nullopt;
@@ -112,9 +111,9 @@ trace::TimeNs ChooseSkewWindow(std::vector<trace::TimeNs>& needs,
   // percentile is low: each miss is measured to the nearest call, which,
   // with other calls in flight, is often nearer than the cause (most of all
   // for a call made after its cause returned, an asynchronous server). So
-  // the window is twice it: on the skewed samples a margin of 10% gave 0.0
-  // to 0.1 points more false negatives, and the asynchronous fan-in sample
-  // 47% against 30% (docs/nesting.md).
+  // the window is twice it, not a margin of a tenth: the window must reach
+  // the cause, not the nearest call (docs/nesting.md, "Windows per
+  // edge").
   if (needs.size() < 5 || static_cast<double>(needs.size()) <
                               0.005 * static_cast<double>(children)) {
     return 0;
@@ -243,10 +242,9 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
     // But on a long trace a drift left over by the last round (read to a
     // few tenths of a ppm: a hundred microseconds over minutes) is near 0
     // mid-trace and only misses 0 at the ends, and the whole trace's
-    // interval, read at the 1st percentile of every sample, holds 0; the
-    // rounds stopped with it (real stack, 420 s with 10-30 ppm drifts:
-    // 82% of requests right, against 93-96% for each third alone;
-    // docs/nesting.md, "Long captures: a drift left over"). So each
+    // interval, read at the 1st percentile of every sample, holds 0, so
+    // the rounds would stop with the ends of the trace skewed
+    // (docs/nesting.md, "Clock offsets"). So each
     // stretch of about kClockPieceSpan is read as stamped too, and when
     // one does not hold 0 the edge keeps its drift, and the offset of its
     // detrended interval (0 when that holds 0).
@@ -271,8 +269,7 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
                     r.has_lower ? r.upper - r.lower : kOpen};
   };
   // The edges side by side when their samples are many (each edge's
-  // quantiles copy and partly sort its lists: about 5 ms on the first
-  // 100,000 calls of the 2 M-message trace), in edge order after.
+  // quantiles copy and partly sort its lists), in edge order after.
   size_t samples = 0;
   for (const EdgeClockEvidence& e : edges) {
     samples +=

@@ -43,8 +43,9 @@ void EstimateSkew(const CallTable& table, SkewState* state, Params* params) {
     uint64_t children = 0, missed = 0;
     std::vector<TimeNs> start, end;
   };
-  // Per edge, numbered by a flat index as the sweep first meets it (a
-  // std::unordered_map lookup per child was a third of this pass). Each
+  // Per edge, numbered by a flat index as the sweep first meets it (one
+  // flat lookup per child: a node-based map's lookup would be most of
+  // this pass). Each
   // part of the sweep numbers its own; merged in part order below, the
   // edges and their lists are in the order one sweep would give.
   struct alignas(64) Part {
@@ -147,11 +148,11 @@ ClockCorrection BoundClocks(const BinScale& scale, CallTable* table,
         std::max(params.refine_passes, Params().refine_passes);
     first.timeline_passes =
         std::max(params.timeline_passes, Params().timeline_passes);
-    // Nor with the return chain (timeline.cc, ChainReturns): offsets
-    // learned from an assignment made with it came out wrong on the skewed
-    // real stack (docs/nesting.md, "Burst order"); learned without it,
-    // they are as before, and the final assignment, on the corrected
-    // clocks, gets the term.
+    // Nor with the return chain (timeline.cc, ChainReturns): a first
+    // assignment made with it can lose a node's offset on a skewed trace
+    // of busy fan-ins, so the offsets never depend on it
+    // (docs/nesting.md, "Burst order"); the final assignment, on the
+    // corrected clocks, gets the term.
     first.return_chain = false;
     first.chained_extra_passes = 0;
     // Every edge that shows no skew gets the probe window (skew.h,
@@ -315,12 +316,11 @@ void ApplyClocks(const ClockCorrection& clocks, CallTable* table,
             });
   // Both orders sorted again, stably (ties keep their order: the call
   // order's, index order; the return order's, the previous one). The two
-  // are independent: side by side on two threads (they were a third of
-  // the clock correction on a skewed 2 M-message trace, on one thread).
-  // Indices sorted by the times in their pairs: the orders are nearly
-  // sorted already, so the pairs are read nearly in order; sorting copies
-  // of the times beside the indices (16 bytes an element, not 4) took 10%
-  // longer on one thread.
+  // are independent, and a large share of a clock round: side by side on
+  // two threads. Indices sorted by the times in their pairs: the orders
+  // are nearly sorted already, so the pairs are read nearly in order, and
+  // copies of the times beside the indices (16 bytes an element, not 4)
+  // would only move more memory.
   std::vector<uint32_t>& call_order = table->call_order;
   call_order.resize(pairs.size());
   std::iota(call_order.begin(), call_order.end(), 0u);

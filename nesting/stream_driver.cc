@@ -106,8 +106,8 @@ struct Segment {
     s.callid_len = static_cast<uint32_t>(rec.callid.size());
     s.pathid_len = static_cast<uint32_t>(rec.pathid.size());
     s.op_len = static_cast<uint32_t>(rec.op.size());
-    // Numeric ids (a binary trace's) leave no text: three empty appends
-    // were 1% of a streamed nest.
+    // Numeric ids (a binary trace's) leave no text: no append at all for
+    // them, since this runs for every message of a streamed trace.
     if (s.callid_len + s.pathid_len + s.op_len != 0) {
       c.text.append(rec.callid).append(rec.pathid).append(rec.op);
     }
@@ -128,9 +128,9 @@ struct Segment {
 // oldest first. A call made within that horizon of the first message fed
 // is not tracked: its return may have come before it, stamped by a clock
 // behind, and before the messages fed, so it would look open for good and
-// be carried from the far end of the reach (on a real capture with skew,
-// six Redis and memcached calls 46 s older than the segment, which spoilt
-// its clocks: docs/nesting.md, "Requests across the edges").
+// be carried from the far end of the reach, seconds older than the rest
+// of the segment, and bend the segment's clock estimate (docs/nesting.md,
+// "The stream driver").
 class OpenCalls {
  public:
   explicit OpenCalls(const Params& params)

@@ -1,9 +1,9 @@
 // The stream driver of the nesting algorithm: memory bounded by a segment
-// of the trace, not by the trace (issue 17; the paper's section 8 names the
-// limit: the nesting algorithm "cannot currently handle traces with
-// greater than a few million messages", a sliding-window version being
-// future work). docs/nesting.md, "The stream driver", has the design and
-// what it costs in accuracy.
+// of the trace, not by the trace (the paper's section 8 names the limit:
+// the nesting algorithm "cannot currently handle traces with greater than
+// a few million messages", a sliding-window version being future work).
+// docs/nesting.md, "The stream driver", has the design; docs/benchmarks.md,
+// "nest streamed", what it costs in accuracy.
 //
 // The trace is read once. Every `segment_messages` messages start a
 // segment, which also reads `overlap_messages` before and after its own, so
@@ -34,15 +34,16 @@ namespace bbprof::nesting {
 
 struct StreamOptions {
   // Messages a segment owns: 2 Mi, the size of the trace the in-memory
-  // driver's figures were measured on (docs/nesting.md), about 250 MB
-  // held per segment in flight (docs/benchmarks.md).
+  // driver's figures are measured on, about 250 MB held per segment in
+  // flight (docs/benchmarks.md).
   uint64_t segment_messages = uint64_t{1} << 21;
   // Messages a segment reads before and after its own (0: a thirty-second
   // of segment_messages, 65,536 by default): context for the calls near
   // its edges. The messages of two overlaps are nested by two segments, so
-  // this is the stream's extra work (a sixteenth of the trace by default;
-  // it was an eighth, at no gain in accuracy once the reach below existed:
-  // docs/benchmarks.md, "A narrower overlap"). A request whose calls reach
+  // this is the stream's extra work (a sixteenth of the trace by default);
+  // the reach below, not the overlap, follows the requests that run on
+  // past a segment's edge, so the overlap is kept narrow. A request whose
+  // calls reach
   // further than this and the reach past its segment's edge is cut: its
   // root counts as unfinished, or a call whose parent lies before is taken
   // for a root.
@@ -69,8 +70,8 @@ struct StreamOptions {
   using Parts = std::vector<std::pair<uint64_t, std::string>>;
   std::function<Result<Parts>(const Parts&)> gather;
 
-  // Seeking instead of scanning, under several ranks (issue 17: "a block
-  // index in the binary form makes that a seek, not a scan"): when the
+  // Seeking instead of scanning, under several ranks (the block index of
+  // the binary form makes finding a segment a seek, not a scan): when the
   // reader's file (reader.path()) is an uncompressed binary trace with a
   // block index, each rank reads only the blocks that hold its own
   // segments (trace::OpenBinaryBlockRange, with these reader options), and

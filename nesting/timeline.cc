@@ -276,8 +276,8 @@ class TimelineModel {
         after.push_back(edge_of_[s]);
         gap(GapKey(pe, kAfterReturn, edge_of_[s]), c.call - p.ret);
       } else {
-        // (Grown here, so that the push below is inlined: the out-of-line
-        // emplace_back it replaced cost 0.3% of a run's instructions.)
+        // (Grown here, so that the push below is inlined: this loop runs
+        // for every child of every timeline scored.)
         if (kids.size() == kids.capacity()) [[unlikely]] {
           kids.reserve(2 * kids.size() + 8);
         }
@@ -582,8 +582,8 @@ class TimelineModel {
     gap_boards_.clear();
     // Ranges cut as the threads go (WalkSplittingRanges), merged in order:
     // the keys numbered as one walk numbers them. (A range costs its
-    // histograms, 5 KB a gap key, zeroed and merged: none shorter than
-    // 2^15 calls, about 10 ms of counting.)
+    // histograms, 7.5 KB a gap key at the default base, zeroed and merged:
+    // none shorter than 2^15 calls, about 10 ms of counting.)
     std::vector<LearnCounts> part_counts = WalkSplittingRanges<LearnCounts>(
         threads, static_cast<uint32_t>(pairs_.size()), 1u << 15,
         [&](LearnCounts& out, SplitRange& items, int thread) {
@@ -667,10 +667,10 @@ class TimelineModel {
   // an id scores log(q / c) when the two agree and log((1 - q) / (1 - c))
   // when they do not: the likelihood ratio of the parent against any other
   // candidate (hard EM, like every term here; both counts with one
-  // pseudo-match in two). Counted over all candidates, the true parent
-  // among them, c read 0.32 for 0.15 on the real stack's busiest edge (py1
-  // /compose -> /part, async 85%) and the term was a third weaker (request
-  // accuracy 74.1% against 76.5%). Only where children repeat their
+  // pseudo-match in two). The chance is read over the candidates not
+  // chosen, not over all candidates: those include the true parent, whose
+  // matches would inflate it and weaken the term. Only where children
+  // repeat their
   // parent's id more often than chance: ids that do not travel (/user/42
   // calling /orders/9) give no term, nor does a trace without ids (every
   // maketrace sample).
@@ -743,7 +743,7 @@ class TimelineModel {
     group_order_.clear();
     group_size_.clear();
     // Only parents on a chained edge count: without one, the walk below
-    // (every call, 0.01 s a pass on the 2 M trace) would find nothing.
+    // (every call, each pass) would find nothing.
     if (!AnyChained()) return;
     std::unordered_map<uint64_t, std::pair<TimeNs, TimeNs>> last;
     std::unordered_map<uint64_t, std::pair<double, double>> counts;
@@ -787,18 +787,18 @@ class TimelineModel {
   static constexpr int kMaxGroup = 16;
 
   // Fan-in order, beyond the paper. A server that holds the calls of a
-  // group until the last one arrives (the compose step of issue 13: node
-  // holds a request's three parts, then calls /audit) makes the call only
+  // group until the last one arrives (a compose step: the real stack's
+  // node holds a request's three parts, then calls /audit) makes the call
+  // only
   // once its group is complete, and, serving its input first in, first
   // out, makes those calls in the order in which their groups completed.
   // Under load the gap from a group's last arrival to the call grows
   // heavy-tailed (the event loop lags its input), so the gap densities
   // cannot tell two calls given to each other's groups from two calls
   // given to their own: the sum of the two gaps is the same either way.
-  // Their order can: on the real stack's async mix (capture D, 85% load,
-  // one clock) 700 of the 981 wrong /audit calls had a neighbour on their
-  // edge whose group completed in the other order, against 204 of the
-  // 5,197 right ones. So a call whose parent is a member of a chained
+  // Their order can: a wrongly placed call mostly has a neighbour on its
+  // edge whose group completed in the other order, a rightly placed one
+  // rarely. So a call whose parent is a member of a chained
   // group (ChooseChains: a burst or return chain under the member's
   // parent) is also scored by
   //   whether its parent's group was complete when it was made, and
@@ -815,12 +815,12 @@ class TimelineModel {
   // last arrival (ArrivalOf), when its groups make at most kFanInShare
   // calls on the child edge per member, and at least half of those once
   // the group was complete. A scatter-gather whose members each call on
-  // (every shard querying its own store: one call per member) is left as
-  // it was: timed from the group's last arrival, a made trace of one lost
-  // 1.4-3.2 points of request accuracy. The share of calls made after
-  // completion alone cannot tell the two apart: a scatter-gather queued
-  // long before each call reads 81-89% complete, while the fan-in of the
-  // real stack reads 75-85% under the first passes' assignment.
+  // (every shard querying its own store: one call per member) keeps each
+  // member's own arrival, which says more than the group's last one
+  // (ScatterGatherMembersKeepTheirOwnArrival). The share of calls made
+  // after completion alone cannot tell the two apart: a scatter-gather
+  // queued long before each call shows as high a share as a fan-in does
+  // under the first passes' assignment.
   static constexpr double kFanInShare = 0.5;
   static constexpr TimeNs kNoTrigger = std::numeric_limits<TimeNs>::min();
   struct FanInOdds {
@@ -972,11 +972,9 @@ class TimelineModel {
 
   // The fan-in terms of the children of g's members on edge e: what a
   // group swap changes (each group's last arrival moves with it). Single
-  // moves and two-call trades of a member are scored without it: with
-  // it they moved parts to suit their children's order and cost the
-  // `all` mix's parts (capture D at 85% skewed: 73 -> 91 wrong on py2,
-  // 278 -> 314 on py1, request accuracy 87.1% -> 86.7%; without it
-  // 87.4%).
+  // moves and two-call trades of a member are scored without it: with it
+  // they would move parts to suit their children's order, against the
+  // evidence of the parts' own timing.
   double GroupFanIn(uint32_t g, uint32_t e) const {
     if (fanin_.empty()) return 0;
     const TimeNs t = GroupTrigger(g, e);
@@ -1094,8 +1092,8 @@ class TimelineModel {
   // Grandchild counts, beyond the paper. The penalties of 5.1.1.3 and the
   // multiset term above judge each parent's children alone. An aggregating
   // server breaks that independence: a request sends it three parts, and
-  // the part that arrives last makes the one downstream call (the
-  // asynchronous fan-in of issue 13), so each part calls downstream with
+  // the part that arrives last makes the one downstream call (an
+  // asynchronous fan-in), so each part calls downstream with
   // probability 1/3, and yet the request has exactly one such call in all.
   // Per part, a second call on a part of the same request (and none on
   // another request's) looks no worse than the truth. So for every call G
@@ -1293,9 +1291,8 @@ class TimelineModel {
     } else {
       // The walk in chunks on the threads, the adding in call order on
       // this one (its sums of fractions show their order), each stretch
-      // added while the threads walk the next: on the 2 M-message trace
-      // the adding, about 9 ms over the passes, kept the other thread
-      // waiting when it came after each stretch's walk.
+      // added while the threads walk the next, so that the adding keeps
+      // no thread waiting after each stretch's walk.
       struct Expected {
         uint64_t key;
         int observed;
@@ -1434,9 +1431,7 @@ class TimelineModel {
   // for the best few candidates R and each child d of R on the call's
   // edge that could have had the call's previous parent, the trade (the
   // call to R, d to the previous parent) is scored as a whole and taken
-  // when it gains more than any single move. It halves the instance false
-  // negatives on multitier-normal (1.67% -> 0.93%) and Children-0/2
-  // (3.90% -> 2.15%).
+  // when it gains more than any single move.
   TimelineChoice ChooseByTimeline(Scratch& scratch, uint32_t child,
                                   uint32_t previous) {
     const Pair& c = pairs_[child];
@@ -1531,13 +1526,13 @@ class TimelineModel {
 
   // Group swaps, beyond the paper. Where a parent's children on an edge
   // are scored as a chain (ChainBursts, ChainReturns), they hold together:
-  // the event loop of issue 13 answers a request's three parts within
-  // microseconds of each other, so the parts of one request stay one group
-  // under every assignment the passes reach. What is still wrong is which
-  // parent holds which group (capture A, async 85%, one clock: the wrongly
-  // placed parts have an assigned sibling returning within 14 us as often
-  // as the rightly placed ones). No single move or trade of two calls can
-  // fix that: taking one part of a group away breaks two chains at once.
+  // an event loop that answers a request's three parts within
+  // microseconds of each other keeps the parts of one request one group
+  // under every assignment the passes reach. What can still be wrong is
+  // which parent holds which group (wrongly placed parts have a sibling
+  // returning as close to them as rightly placed ones do). No single move
+  // or trade of two calls can fix that: taking one part of a group away
+  // breaks two chains at once.
   // So a call on a chained edge also tries trading its whole group (its
   // previous parent's children on its edge, and itself) for the group a
   // candidate has on that edge, scored as a whole: both parents'
@@ -1591,8 +1586,7 @@ class TimelineModel {
   // `starts`, if given: the first call of each group moved (the one that
   // was at previous, with child; the one that was at r, -1 if empty).
   // (Its lists live in the thread's scratch: it runs for every group swap
-  // tried, and allocating them each time cost 5% of nest's time on a
-  // real-stack capture with a chained edge.)
+  // tried, so it must not allocate.)
   bool SwapGroups(Scratch& scratch, uint32_t child, uint32_t previous,
                   uint32_t r, std::pair<TimeNs, TimeNs>* starts = nullptr) {
     const uint32_t e = edge_of_[child];

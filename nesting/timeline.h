@@ -1,5 +1,5 @@
 // The timeline passes, beyond the paper (docs/nesting.md, "Timeline
-// scoring"): after the paper's parent choice (section 5.1.1.3, Figure 4's
+// passes"): after the paper's parent choice (section 5.1.1.3, Figure 4's
 // "find nested pairs"), hard EM on each parent's timeline of events. The
 // scoreboards of 5.1.1.2 relate a call only to the start of its parent,
 // and the penalties of 5.1.1.3 only guess at how many children a parent

@@ -180,9 +180,8 @@ class SplitRange {
 // (when at least 2 x `least` items are), as a new range with a new State,
 // and so on until none is left to take. Why: the threads of a shared
 // machine do not run at one speed (another guest's steal time, the cache
-// each part finds), and with fixed ranges the first thread done waited
-// for the other: on the 2 M-message trace's pattern table, 0-20 ms, 8 on
-// average, of a 0.12 s pass. A State depends only on its range's items
+// each part finds), and with fixed ranges the first thread done would
+// wait for the other. A State depends only on its range's items
 // (which thread walked them, and when, must not show), so the merged
 // result is one walk's.
 //
