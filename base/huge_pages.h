@@ -7,11 +7,8 @@
 // Why: the passes read the calls by index all over the table (a call's
 // candidates, their children, a root's tree), and with 4 KB pages a table of
 // a few million calls outgrows the TLB; filling it also takes a page fault
-// every 4 KB. With the pairs and candidates on huge pages, nest on the
-// 2 M-message trace took 7,038 page faults instead of 26,032, and streamed
-// on the 20 M one used 8-10% less CPU; in memory on one thread the time
-// moved by -4% to 6%, within the machine's noise (docs/benchmarks.md,
-// "Huge pages for the call table").
+// every 4 KB. On huge pages the pairs and candidates take a fault and a
+// TLB entry every 2 MB instead.
 //
 // Small arrays (below kHugeMinBytes) come from operator new as usual.
 // Where the kernel has no huge page to give, or THP is off, the advice is
@@ -73,11 +70,10 @@ using HugeVector = std::vector<T, HugePageAllocator<T>>;
 // the pages are made present and writable as a first write would, but
 // nothing in them is read or written, so a step may run while another
 // thread writes the same range. Why: the kernel zeroes each page at its
-// first write, and for the call table that zeroing ran on the pairing
-// thread, the one thread every other waits for while a trace is read (on
-// the 2 M-message trace, 56 MB of pairs: 3.7% of the samples of a
-// two-thread run, all inside CallPairer::Add). A thread with time to spare
-// (the reader, while it is ahead) takes it on instead. Where the kernel
+// first write, and for the call table that zeroing would run on the
+// pairing thread, the one thread every other waits for while a trace is
+// read. A thread with time to spare (the reader, while it is ahead) takes
+// it on instead. Where the kernel
 // cannot (older kernels, or the range was freed and unmapped since), a step
 // fails and the prefaulter stops; the writer then faults its pages itself,
 // as without one.

@@ -5,9 +5,9 @@
 // come from several threads at once (segments nested side by side), so
 // adding takes a lock: a few dozen laps a run, never a hot path.
 //
-// Why in the tool: the per-pass tables of docs/benchmarks.md were measured
-// with timers patched into a local build that was not kept; with this, the
-// same table comes from the released binary. The CPU time is the process's
+// Why in the tool: the per-pass tables of docs/benchmarks.md come from the
+// released binary, not from timers patched into a local build. The CPU
+// time is the process's
 // (user and system, every thread), so a pass's CPU over its wall time is
 // how many cores it kept busy, and its CPU on two threads over its CPU on
 // one is what the parallel version costs beyond the work itself

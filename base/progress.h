@@ -24,8 +24,8 @@ class Progress {
     UpdateLazily([done] { return done; });
   }
   // The same for a count that costs something to read (a reader's bytes,
-  // two virtual calls deep: 0.3% of nest's instructions when read per
-  // record): `done()` is called only when the clock is looked at.
+  // two virtual calls deep, too dear to read per record): `done()` is
+  // called only when the clock is looked at.
   template <typename Done>
   void UpdateLazily(Done&& done) {
     if (!enabled_ || (++calls_ & 0xFFFF) != 0) return;

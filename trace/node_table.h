@@ -44,7 +44,7 @@ class NodeTable {
   // Distinct names kept at most (0: no limit; the overflow node comes on
   // top). A trace or capture with millions of distinct names (a crafted
   // one, or every client address of days of internet traffic) would
-  // otherwise grow every per-node table of every stage (issue 16): past the
+  // otherwise grow every per-node table of every stage: past the
   // limit, the excess names become one node, `{other-nodes}`. Names seen
   // before the limit keep theirs, so the first (and, in time order, the
   // earliest) nodes stay apart.

@@ -4,7 +4,8 @@
 // call with its key: the pairing rule of section 5.1.1.1). `stats` and
 // `nest` pair through it.
 //
-// Bounded (issue 16): a return that never comes (a lost reply, a crafted
+// Bounded, because input is not trusted: a return that never comes (a lost
+// reply, a crafted
 // trace of calls only) would otherwise keep its call forever, and a long
 // trace would grow memory with every loss. Past `limit` pending calls the
 // oldest one, by capture time, is evicted: it is the call least likely to
@@ -46,9 +47,8 @@ inline constexpr uint64_t kDefaultMaxPendingCalls = 1'000'000;
 // takes only its significant bytes, after a tag byte that counts them (0-8;
 // text's tag is '=', 61), so the encoding stays one-to-one. A numeric key
 // (at most 17 bytes) is built in place: pairing builds a key per call and
-// return, and building it in a std::string (assign, append, push_back) was
-// a third of the pairer's instructions in nest's profile
-// (docs/benchmarks.md, "Pairing keys, step 5's shapes, an inlined index").
+// return, and building it in a std::string (assign, append, push_back)
+// would be a large share of the pairer's work.
 class PendingCallKey {
  public:
   PendingCallKey() = default;
