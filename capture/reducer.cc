@@ -319,7 +319,7 @@ trace::NodeId Reducer::NodeFor(const Endpoint& e, Role role) {
       e, role != Role::kClient, role == Role::kServerFromOwnAddress));
   if (nodes_->IsOverflow(id)) {
     // Past --max-nodes: not cached either, so that days of new client
-    // addresses grow neither table (issue 16).
+    // addresses grow neither table (input is not trusted to be small).
     if (!warned_nodes_ && options_.on_limit) {
       options_.on_limit("more than " + std::to_string(nodes_->limit()) +
                         " distinct node names: later ones are written as " +

@@ -1,9 +1,9 @@
 // SmallFifo: the queue of requests a stream decoder waits to see answered
 // (HTTP/1.x pipelining, PostgreSQL, Redis, memcached, MySQL). A vector with
 // a head index rather than a std::deque: libstdc++ allocates a deque's first
-// 512-byte block on construction, which made every connection, even one
-// that never sends a second request, cost over a kilobyte of queues; a
-// crafted capture of a million idle connections took gigabytes (issue 16).
+// 512-byte block on construction, which would make every connection, even
+// one that never sends a second request, cost over a kilobyte of queues,
+// and a crafted capture of a million idle connections gigabytes.
 // A queue never used holds no heap memory; one used keeps the capacity of
 // its largest backlog (a few entries on a connection: one per request in
 // flight), so a keep-alive connection does not allocate per request.

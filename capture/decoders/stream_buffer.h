@@ -47,7 +47,8 @@ class StreamBuffer {
   // (stream offset, ts) of the segments from segs_[seg_head_] on. A vector
   // with a head index, not a std::deque: libstdc++ allocates a deque's
   // first 512-byte block on construction, and two of them per connection
-  // were most of an idle connection's memory (issue 16).
+  // would be most of an idle connection's memory (a crafted capture of
+  // idle connections must not grow memory by kilobytes each).
   std::vector<std::pair<uint64_t, trace::TimeNs>> segs_;
   size_t seg_head_ = 0;
   void ClearSegments() {
