@@ -74,7 +74,7 @@ void AddNestAnalysisFlags(CommandLine& cl) {
       "also reads a thirty-second as many before and after its own, and "
       "follows a request that runs on past that up to nine thirty-seconds "
       "further");
-  // Operations, client folding and node names (issue 14).
+  // Operations, client folding and node names.
   cl.options().add_options()(
       "group-by", po::value<std::string>()->default_value("op"),
       "split patterns by node and operation (op), or by node only (node)")(
@@ -91,8 +91,8 @@ void AddNestAnalysisFlags(CommandLine& cl) {
 // Beyond 8 threads the passes that split gain little: the serial passes
 // (pairing, skew, candidates, scoreboards) are about a third of a run, so
 // Amdahl's law caps the speedup near 2.8x whatever the count, while every
-// thread adds its working vectors (docs/nesting.md, "The threads driver as
-// built").
+// thread adds its working vectors (docs/nesting.md, "Passes and their
+// state").
 bool ParseThreadsFlag(const std::string& text, int* threads) {
   if (text == "auto") {
     *threads = std::min(UsableCores(), kMaxAutoThreads);

@@ -8,8 +8,8 @@
 // Beyond "no crash, no UB, no leak", each input checks properties:
 // - every record handed out keeps the reader's promises (fuzz_util.h);
 // - whatever a reader accepted, both writers accept, and the binary form
-//   read back gives the same text (the two forms carry the same traces:
-//   issue 16, defect 7);
+//   read back gives the same text (the two forms carry the same
+//   traces);
 // - a small plain input reads the same once gzip- or zstd-compressed.
 #include <zlib.h>
 #include <zstd.h>

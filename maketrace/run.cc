@@ -64,7 +64,8 @@ std::string FileNameFor(std::string_view host) {
 
 namespace {
 
-// Per-host views (for clock-skew estimation, issue #8): each host's file
+// Per-host views (for clock-skew estimation, skewer --estimate): each
+// host's file
 // holds every message it sent, stamped at the send time, and every message
 // it received, stamped at send time + a network transit time drawn per
 // message from a Gaussian truncated at a minimum. Receive copies wait in a

@@ -74,7 +74,7 @@ Status ParseNode(const json& j, const std::string& path, bool is_root,
   if (depth > kMaxDepth) return DepthError(path);
   if (!j.is_object()) return FieldError(path, "an object", "wrong type");
   VIZ_ASSIGN(out->name, GetString(j, path, "node"));
-  // "op" came later (issue 14): absent or null in older results.
+  // "op" is optional in the result format: absent or null when unknown.
   if (auto op = j.find("op"); op != j.end() && !op->is_null()) {
     if (!op->is_string())
       return FieldError(path + ".op", "a string or null", "wrong type");
