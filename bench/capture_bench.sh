@@ -1,5 +1,5 @@
 #!/bin/sh
-# Offline reduction speed of `bbprof capture` (issue #7), compared in the
+# Offline reduction speed of `bbprof capture`, compared in the
 # same run with
 #   - a bare libpcap loop that only counts packets (bench/pcap_count): the
 #     physical limit of reading the file, and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Live capture on loopback (issue #7): for rising packet rates, `bbprof
+# Live capture on loopback: for rising packet rates, `bbprof
 # capture -i lo` and `tcpdump -i lo -w /dev/null` run side by side on the
 # same traffic (bench/udp_blast: DNS-like query/response pairs between two
 # loopback addresses), each with its default kernel buffer, and each reports

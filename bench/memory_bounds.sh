@@ -1,6 +1,6 @@
 #!/bin/sh
-# Peak memory on the crafted inputs of issue 16, defect 8, before and after
-# the limits (docs/benchmarks.md, "Memory bounds on crafted input"):
+# Peak memory on crafted inputs that would grow memory without the limits
+# (docs/benchmarks.md, "Memory bounds on crafted input"):
 #   1. a pcap of N_CONNS TCP connections to an HTTP server, each opened, sent
 #      one request and never closed nor answered, 10 us apart (so the whole
 #      capture is shorter than the 300 s idle timeout): `bbprof capture -r`;

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Requests across stream segments' edges (issue 17, docs/nesting.md
-# "Requests across the edges"): a trace of bench/data/slow-reports.conf
+# Requests across stream segments' edges (docs/nesting.md, "The stream
+# driver"): a trace of bench/data/slow-reports.conf
 # (maketrace, seed 1: 283,336 messages, 122 reports of 3 s ± 1 s) nested in
 # memory and with --search stream in segments of 20,000 and 60,000 messages;
 # for each streamed run, the reports found (the RPT patterns' counts), the

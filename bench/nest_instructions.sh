@@ -1,8 +1,8 @@
 #!/bin/sh
 # nest's work counted in instructions (valgrind's callgrind), the yardstick
-# that a shared, noisy machine does not move (docs/benchmarks.md,
-# "Instructions, not seconds"): the same run's user time here ranged over
-# 30% from one minute to the next, its instruction count not at all. A
+# that a shared, noisy machine does not move (docs/benchmarks.md, "nest:
+# speed and memory"): user time there moves by a third from one minute to
+# the next, the instruction count not at all. A
 # multitier trace of N messages from maketrace (samples/multitier-long.conf,
 # seed 1, binary), nested by each binary given in memory on one thread, in
 # memory on two, and streamed on one, with the result's bytes compared
@@ -10,7 +10,7 @@
 #
 # The two-thread count is the extra work the parallel passes do, apart
 # from any waiting and from what two busy cores cost each other
-# (docs/benchmarks.md, "Two threads in instructions"): callgrind runs one
+# (docs/benchmarks.md, "nest on two threads"): callgrind runs one
 # thread at a time, so it counts what both threads execute, and none of
 # the time either waits. Each binary's two-thread count over its
 # one-thread count is printed after the table.

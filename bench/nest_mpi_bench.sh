@@ -1,6 +1,6 @@
 #!/bin/sh
 # One process, two threads and two MPI ranks on the same trace, in one run
-# (issue 17, docs/benchmarks.md "nest streamed"): a multitier trace of N
+# (docs/benchmarks.md, "nest streamed"): a multitier trace of N
 # messages from maketrace (samples/multitier-long.conf, binary), nested with
 # --search stream by one process on one thread, by one process on two
 # threads, and by `mpirun -np 2` ranks of one thread each (over loopback),

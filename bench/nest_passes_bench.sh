@@ -1,6 +1,6 @@
 #!/bin/sh
-# Where two threads lose, pass by pass (issue 17, "every core";
-# docs/benchmarks.md "Where two threads lose"): `nest --threads 1` and
+# Where two threads lose, pass by pass (docs/benchmarks.md, "Where two
+# threads lose"): `nest --threads 1` and
 # `nest --threads 2` in turn, ROUNDS times each, on a maketrace trace,
 # each with --timings, which gives every pass's wall seconds and the
 # process's CPU seconds over it. Printed as a Markdown table of medians:

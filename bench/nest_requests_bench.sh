@@ -1,6 +1,6 @@
 #!/bin/sh
-# nest --requests in bounded memory (issue 17, docs/benchmarks.md "nest
-# --requests, streamed"): a multitier trace of N messages from maketrace
+# nest --requests in bounded memory (docs/benchmarks.md, "nest
+# streamed"): a multitier trace of N messages from maketrace
 # (samples/multitier-long.conf, binary), nested with --search stream on one
 # thread without an export, with --requests as CSV and as OTLP, on two
 # threads with CSV, with `mpirun -np 2` (one thread a rank; needs a bbprof

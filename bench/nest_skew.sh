@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nesting accuracy under clock skew of 50 us to 2 ms (issue 13; paper section
+# Nesting accuracy under clock skew of 50 us to 2 ms (paper section
 # 7.5.6): the default (automatic per-edge windows) against hand-tuned fixed
 # windows, the first-come-first-served baseline and the paper's algorithm
 # (no refinement, no timeline passes), all in one run on the same traces.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# nest streamed (issue 17, docs/benchmarks.md "nest streamed"): a multitier
+# nest streamed (docs/benchmarks.md, "nest streamed"): a multitier
 # trace of N messages from maketrace (samples/multitier-long.conf, binary,
 # numeric ids), nested with `--search stream` on one thread and on two, with
 # wall time, user time and peak memory (/usr/bin/time); then the in-memory

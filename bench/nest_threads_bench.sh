@@ -1,6 +1,6 @@
 #!/bin/sh
-# nest in memory on one thread and on two (issue 17, "every core";
-# docs/benchmarks.md "nest on two threads"), beside what this machine gives
+# nest in memory on one thread and on two (docs/benchmarks.md, "nest on
+# two threads"), beside what this machine gives
 # two independent jobs at that moment. On a shared virtual machine a second
 # core is often not a whole core (steal time), so a two-thread figure alone
 # says little: each round runs, back to back,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Which parent choices of a nest export are wrong, and why (issue 13).
+"""Which parent choices of a nest export are wrong, and why.
 
     bench/nest_wrong_parents.py TRACE EXPORT.otlp.json [UNSKEWED_TRACE]
 

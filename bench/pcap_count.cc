@@ -1,4 +1,5 @@
-// pcap_count: the physical limit for offline capture reduction (issue 7):
+// pcap_count: the physical limit for offline capture reduction
+// (bench/capture_bench.sh):
 // a bare libpcap loop that only counts packets and bytes.
 //   pcap_count FILE.pcap
 #include <pcap/pcap.h>

@@ -1,11 +1,13 @@
 // pcap_gen: writes a large synthetic capture of mixed traffic for the
-// capture benchmark (issue 7): DNS over UDP, ONC RPC (NFS-like) over TCP
+// capture benchmark (bench/capture_bench.sh): DNS over UDP, ONC RPC
+// (NFS-like) over TCP
 // with record marking, HTTP/1.1 keep-alive, and a protocol only the generic
 // rule knows (PostgreSQL-like simple queries), on many concurrent
 // connections, with TCP handshakes, ACKs and closes, as a mirrored port
 // would show them.
 //   pcap_gen OUT.pcap [PACKETS]   (default 2,000,000)
-// With --idle-conns, the crafted input of the memory bound (issue 16): N TCP
+// With --idle-conns, the crafted input of the memory bound
+// (bench/memory_bounds.sh): N TCP
 // connections to an HTTP server, each opened, sent one request and never
 // closed nor answered, one every SPACING microseconds of capture time.
 //   pcap_gen --idle-conns N [SPACING_US] OUT.pcap   (default spacing 10 us)

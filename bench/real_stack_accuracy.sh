@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Request accuracy of nest on a real stack with ground truth (issue 13):
+# Request accuracy of nest on a real stack with ground truth:
 # nginx, two load-balanced Python apps, a Node.js event-loop app, Redis and
 # memcached on loopback, captured live with --truth-header X-Request-Id.
 # Measures the saturation throughput of each route mix first, then runs 10%,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Accuracy of 'bbprof skewer --estimate' (issue #8): maketrace writes the
+# Accuracy of 'bbprof skewer --estimate': maketrace writes the
 # per-host views of a sample (each host's own capture: what it sent stamped at
 # send time, what it received at send time + a Gaussian network delay, by
 # default 200us +- 50us, min 20us), skewer gives every host's clock a random

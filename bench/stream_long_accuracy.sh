@@ -1,6 +1,6 @@
 #!/bin/sh
 # What the stream driver's default segments cost on a real capture longer
-# than one segment (issue 17, docs/nesting.md "The stream driver"). Takes
+# than one segment (docs/nesting.md, "The stream driver"). Takes
 # the traces of a folder written by
 #   sudo python3 tests/e2e/real_stack.py BBPROF --long SECONDS DIR
 # (long.trace as captured and long.skewed.trace, the true x-request-id as

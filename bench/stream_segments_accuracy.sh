@@ -1,5 +1,5 @@
 #!/bin/sh
-# What stream segments cost on real traffic (issue 17, docs/nesting.md "The
+# What stream segments cost on real traffic (docs/nesting.md, "The
 # stream driver"): each trace of a real-stack capture folder (as
 # bench/real_stack_accuracy.sh keeps them: MIX-LEVEL.trace and
 # MIX-LEVEL.skewed.trace, with the true x-request-id as pathids; the

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Bytes a message and read/write speed of the binary trace form on three
-# kinds of ids (issue 17): a maketrace trace with numeric ids and the same
+# kinds of ids: a maketrace trace with numeric ids and the same
 # with textual ids (`c415`, `p828`: every callid and pathid prefixed), traces
 # that `bbprof capture` makes of the sample captures, and a trace that
 # `bbprof import` makes of recorded spans (bench/spans_gen.py: random 128-bit

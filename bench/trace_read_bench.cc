@@ -1,6 +1,7 @@
 // trace_read_bench FILE...: how fast the trace readers hand out records, with
-// nothing else done per record (the figure of issue 2: text lines/s, binary
-// records/s). Prints records, seconds and records per second per file.
+// nothing else done per record (docs/benchmarks.md, "Trace I/O": text
+// lines/s, binary records/s). Prints records, seconds and records per
+// second per file.
 //   trace_read_bench [--numeric-ids] TRACE...
 #include <chrono>
 #include <cstdio>
