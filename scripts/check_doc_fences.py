@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every Markdown file under docs/ (and the top-level *.md) pairs
 its code fences: a stray fence turns every later section inside out, code
-rendered as text and text as code (issue 16, defect 10). Each fence line
+rendered as text and text as code. Each fence line
 must alternate opening (may carry a language) and closing (bare), and the
 file must end outside a fence. Usage: check_doc_fences.py REPO_ROOT.
 Prints FILE:LINE of each problem and exits 1 if there is one."""

@@ -219,7 +219,7 @@ TEST(CaptureCliTest, TruncatedPcapFailsNamingTheFileAndKeepsWhatWasRead) {
   std::string full = ReadFile(dir.File("t.pcap"));
   dir.Write("cut.pcap", full.substr(0, full.size() - 30));
   // An earlier complete output of the same name is kept; the partial trace
-  // goes beside it, named so (issue 16, defect 5).
+  // goes beside it, named so.
   dir.Write("t.trace", "previous\n");
   std::string out;
   EXPECT_EQ(RunCli("capture -r " + dir.File("cut.pcap") + " -o " +
@@ -255,7 +255,7 @@ TEST(CaptureCliTest, TruncatedPcapFailsNamingTheFileAndKeepsWhatWasRead) {
 }
 
 // capture -r - on a pipe whose writer stays open: SIGINT or SIGTERM stops it
-// at once, and what it decoded is kept (issue 16, defects 3 and 5).
+// at once, and what it decoded is kept.
 void InterruptPipedCapture(int sig) {
   TempDir dir;
   {
@@ -298,7 +298,7 @@ TEST(CaptureCliTest, SigtermStopsAReadFromAnOpenPipe) {
 }
 
 // -Z USER with an output USER cannot write: an error before capturing, not
-// at the first record (issue 16, defect 12).
+// at the first record.
 TEST(CaptureCliTest,
      DroppedPrivilegesAndAnUnwritableOutputFailBeforeCapturing) {
   // Like the live captures of the e2e tests, this needs root (CI runs the
@@ -578,7 +578,7 @@ TEST(CaptureCliTest, AnalysisCommandsReadACaptureFileAsATrace) {
   ASSERT_EQ(RunCli("stats " + dir.File("a.pcap"), &out), 0) << out;
   EXPECT_NE(out.find("50 (25 CALL, 25 RET, 0 MSG)"), std::string::npos) << out;
   // A truncated capture: analysed as far as it goes, exit 0, with a warning
-  // naming the file and the last packet read (issue 16, defect 12).
+  // naming the file and the last packet read.
   std::string full = ReadFile(dir.File("a.pcap"));
   dir.Write("cut.pcap", full.substr(0, full.size() - 30));
   for (const char* cmd : {"nest -q ", "stats ", "convolve -q "}) {

@@ -77,7 +77,7 @@ TEST(OutputCliTest, DashIsStandardOutputForJsonResults) {
 }
 
 // A long streaming writer interrupted after it started writing: exit 130, no
-// temporary left, the previous output untouched (issue 16, defect 4).
+// temporary left, the previous output untouched.
 void InterruptMaketrace(int sig, const std::string& name) {
   TempDir dir;
   const std::string out = dir.Write(name, "previous\n");

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end test on real servers (issue #7): capture live, then nest.
+"""End-to-end test on real servers: capture live, then nest.
 
 A three-tier system of real Debian servers on loopback addresses:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Request accuracy on a real stack, with ground truth (issue 13).
+"""Request accuracy on a real stack, with ground truth.
 
 Real Debian servers on a random /24 of 127.0.0.0/8 (127.N.M.0/24 below),
 started here and stopped by their own process ids:
@@ -81,7 +81,7 @@ SKEW = {"nginx": (0.00005, 0), "py1": (-0.0007, 15), "py2": (0.0012, -20),
 # Offsets of 50-200 us, no drift: NTP on a quiet LAN. Small enough that the
 # slow route's calls, in flight at nginx throughout, enclose what a skewed
 # clock pushes out of its true parent, so no call seems to miss (docs/
-# nesting.md, "Skew that calls in flight hide").
+# nesting.md, "Probe windows").
 SKEW_SMALL = {"nginx": (0.00005, 0), "py1": (-0.00012, 0), "py2": (0.0002, 0),
               "node": (0.00015, 0), "redis": (-0.0001, 0), "memcached": (0.00008, 0)}
 MIXES = {
@@ -90,14 +90,11 @@ MIXES = {
     "all": [("item", 0.3), ("slow", 0.15), ("fanout", 0.25), ("compose", 0.3)],
 }
 # The CI floors, from default nest on the CI level (docs/benchmarks.md,
-# "Real stack accuracy"): as captured 95.7, 98.6, 100% (nest of fc2a148) and
-# 92.9, 97.2% (with --skew-window auto); skewed 60-84% before the automatic
-# window, 91.5-95.7% with it, and 96.5, 98.6% since clocks are corrected
-# (two runs, 2026-11-24, against 92.9, 91.5% for the windows alone on the
-# same captures). Timing on a shared machine moves them, so each floor sits
-# below the lowest run, yet far above what nest without skew handling gets
-# on the skewed capture (5-57% in the bench). The issue's targets are 97%
-# (synchronous) and 90% (asynchronous).
+# "Real stack accuracy"): runs read 92.9-97.2% as captured and 96.5-98.6%
+# skewed. Timing on a shared machine moves them, so each floor sits below
+# the lowest run, yet far above what nest without skew handling gets on the
+# skewed capture (5-57% in the bench). The targets are 97% (synchronous)
+# and 90% (asynchronous).
 CI_FLOOR = {"plain": 0.88, "skewed": 0.88}
 NGINX_CONF = NGINX_PREAMBLE + """
   keepalive_requests 100000;
@@ -474,7 +471,7 @@ def rescore(bbprof, work):
 
 def long_capture(bbprof, work, seconds, mix="all", share=0.6):
     """`mix` at `share` of its saturation throughput for `seconds`, under
-    one capture: a real trace many stream segments long (issue 17)."""
+    one capture: a real trace many stream segments long."""
     _, errors, sat = run_load("sat-long", 0, 4.0, mix, 16)
     if errors:
         fail("saturation run errors: %s" % errors[:5])

@@ -121,10 +121,10 @@ TEST(NestCliTest, PendingCallAndNodeLimitsEvictFoldCountAndWarn) {
   }
 }
 
-// Issue 16, defects 6 and 7: node names and callids that are not UTF-8 or
-// hold control bytes are refused when read, with FILE:LINE and the bytes
-// escaped, by every command (they used to crash nest --json and stats --json
-// with "internal error: json type_error.316" after the whole analysis).
+// Node names and callids that are not UTF-8 or hold control bytes are
+// refused when read, with FILE:LINE and the bytes escaped, by every
+// command, not after the whole analysis by the JSON writer of nest --json
+// and stats --json ("internal error: json type_error.316").
 TEST(NestCliTest, InvalidUtf8AndControlBytesAreRefusedAtReadTime) {
   TempDir dir;
   std::string bad_name =
@@ -421,7 +421,8 @@ TEST(NestCliTest, DefaultSkewHandlingMatchesTheBestHandTunedWindow) {
   EXPECT_EQ(def["result_params"]["skew"], "auto");
   // Clocks are corrected: WS1 lags WS2 by 1.8 ms. The bounds of an edge
   // here span milliseconds (the sample's delays), so several hold 0 and the
-  // correction is partial (docs/nesting.md, "Limits"); it is in the right
+  // correction is partial (docs/nesting.md, "What is reported, and the
+  // limits"); it is in the right
   // direction, and windows do the rest.
   std::map<std::string, double> clock;
   for (const auto& c : def["result_params"]["clock_offsets"])
@@ -826,10 +827,11 @@ TEST(NestCliTest, NamingFlagsRenameNodesAsTheTraceIsRead) {
   EXPECT_NE(out.find("broken.map:2"), std::string::npos) << out;
 }
 
-// --threads (issue 17): the trace is read ahead on a thread, the parent
+// --threads: the trace is read ahead on a thread, the parent
 // choice and the timeline passes run on parts that share no candidate, the
 // timeline model's counts are summed over parts, and the pattern table's
-// parts own whole patterns, so every thread count gives the same bytes:
+// parts are stretches of roots merged in order, so every thread count
+// gives the same bytes:
 // the JSON and every request's parent. On samples (a high-parallelism one,
 // where most calls share a component; a skewed, asynchronous one; ops keyed),
 // on maketrace traces at several seeds with message loss, and under the
@@ -1086,8 +1088,8 @@ TEST(NestCliTest, ThreadsGiveTheSameResultAsOne) {
   }
 }
 
-// The pattern table's parts (docs/nesting.md, "The threads driver as
-// built"): each stretch of roots adds its instances to patterns of its own,
+// The pattern table's parts (docs/nesting.md, "Passes and their state"):
+// each stretch of roots adds its instances to patterns of its own,
 // merged in order. Two shapes share one signature here (caller c into node
 // "W->X", caller "c->W" into X: both "c->W->X"), so even one part merges
 // two of its own patterns into one; every latency ties (2 ms, three of
@@ -1133,8 +1135,8 @@ TEST(NestCliTest, PatternsOfEveryPartMergeAsOnePass) {
 
 // Random traces (RandomPairingTrace) through nest on 1, 2 and 3 threads:
 // the parent choice, the timeline passes and the pattern table split over
-// components, parents and roots (docs/nesting.md, "The threads driver as
-// built"), on traces whose pairing is hard (repeated and missing callids,
+// components, parents and roots (docs/nesting.md, "Passes and their
+// state"), on traces whose pairing is hard (repeated and missing callids,
 // lost returns, a pending-call limit that binds mid-trace), so that a
 // driver that also splits pairing (the branch `pair` did, by key hash) is
 // held to the same bytes. Under a skew window, returns stamped before their
@@ -1366,9 +1368,9 @@ TEST(NestCliTest, FanInCallsFollowTheOrderTheirGroupsCompleted) {
 // mean `queue` ns) and N answers it when that call returns: one call per
 // member, none waiting for the group. Timed from the group's last
 // arrival, as fan-in members are, these calls lose what their own
-// arrival says: request accuracy 70.0% as before fan-in order, 66.8% with
-// every chained group's members so timed, 70.0% again with fan-in kept to
-// groups that make fewer calls than they have members.
+// arrival says: request accuracy 66.8% with every chained group's members
+// so timed, 70.0% with fan-in kept to groups that make fewer calls than
+// they have members, as the engine keeps it.
 std::string ScatterTrace(uint64_t seed, double queue, int requests) {
   TraceLines lines(seed);
   int64_t t = 0;

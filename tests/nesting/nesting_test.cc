@@ -1256,7 +1256,7 @@ SweepVisits SweepInParts(const CallTable& table, trace::TimeNs w, int parts,
 }
 
 // Each part of the split sweep rebuilds the calls in flight at its first
-// return (docs/nesting.md, "The threads driver as built"): every child
+// return (docs/nesting.md, "Passes and their state"): every child
 // must see the calls, in the order, that one sweep gives it, whatever the
 // window, the number of parts, lost returns, calls in flight over many
 // parts, calls stamped after their own return, or a call order of its own.
@@ -1591,9 +1591,9 @@ TEST(NestingTest, ChildrenThatRepeatTheirParentsIdFollowIt) {
   ASSERT_TRUE(with_ids.ok()) << with_ids.status().message();
   ASSERT_TRUE(timing.ok()) << timing.status().message();
   EXPECT_EQ(with_ids->requests, 3000u);
-  // Measured: 98.3% with the ids (97.1% with the chance of a match read
-  // over every candidate, the true parent among them), 92.1% on timing
-  // alone.
+  // Measured: 98.3% with the ids (97.1% if the chance of a match were
+  // read over every candidate, the true parent among them), 92.1% on
+  // timing alone.
   EXPECT_GE(with_ids->request_accuracy, 0.975);
   EXPECT_LT(timing->request_accuracy, 0.94);
 }

@@ -56,9 +56,9 @@ TEST(SkewerCliTest, RoundTripIsTwoCommandsAndByteExact) {
   EXPECT_EQ(ReadFile(dir.File("back.trace")), ReadFile(t));
 }
 
-// Issue 16, defect 10: docs/formats.md says nodes of an offsets file that
-// are not in the trace are ignored by --remove (an --estimate over several
-// views names every host); --remove used to exit 2 after writing.
+// docs/formats.md says nodes of an offsets file that are not in the trace
+// are ignored by --remove (an --estimate over several views names every
+// host): --remove must not exit 2 after writing.
 TEST(SkewerCliTest, RemoveIgnoresOffsetsForNodesNotInTheTrace) {
   TempDir dir;
   std::string out;

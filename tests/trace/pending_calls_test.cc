@@ -1,4 +1,4 @@
-// The bounded table of calls waiting for their return (issue 16): FIFO per
+// The bounded table of calls waiting for their return: FIFO per
 // key, eviction of the oldest past the limit, counted; nodes reused so
 // memory follows the calls pending at once. Also the node-name limit of
 // NodeTable, and both through ComputeStats.

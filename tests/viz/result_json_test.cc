@@ -1,6 +1,6 @@
 // ValidateResult: the one check of a result document (spec/results-json.md)
-// that render and eval run before using it. Issue 16, defect 11: render
-// used to draw malformed results and exit 0.
+// that render and eval run before using it, so that render never draws a
+// malformed result and exits 0.
 #include "viz/result_json.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
-// The decoders' request queue (issue 16): first in, first out across the
-// compaction of its dead prefix, and dropping the oldest with erase, as the
-// std::deque it replaces did.
+// The decoders' request queue: first in, first out across the compaction
+// of its dead prefix, and dropping the oldest with erase, as a std::deque
+// does.
 #include "capture/decoders/small_fifo.h"
 
 #include <gtest/gtest.h>
