@@ -88,11 +88,10 @@ void AddNestAnalysisFlags(CommandLine& cl) {
   AddNamingFlags(cl, /*capture=*/false);
 }
 
-// Beyond 8 threads the passes that split gain little: the serial passes
-// (pairing, skew, candidates, scoreboards) are about a third of a run, so
-// Amdahl's law caps the speedup near 2.8x whatever the count, while every
-// thread adds its working vectors (docs/nesting.md, "Passes and their
-// state").
+// Beyond 8 threads the passes that split gain little: pairing and the
+// merges stay on one thread, so Amdahl's law bounds the speedup, while
+// every thread adds its working vectors (docs/nesting.md, "Passes and
+// their state").
 bool ParseThreadsFlag(const std::string& text, int* threads) {
   if (text == "auto") {
     *threads = std::min(UsableCores(), kMaxAutoThreads);
