@@ -43,8 +43,8 @@ Result<nesting::Params> ReadResultParams(const nlohmann::json& result) {
     }
     params.skew_window = static_cast<trace::TimeNs>(w * 1e9 + 0.5);
     // Automatic windows are worked out again from the truth trace (the
-    // same trace, so the same windows); results from before the automatic
-    // mode used the fixed window.
+    // same trace, so the same windows); a result without "skew" used the
+    // fixed window.
     params.skew_auto = p.value("skew", std::string("fixed")) == "auto";
     params.smooth_bins = p.at("smoothing").get<double>();
     params.bin_base = p.at("bin_base").get<double>();

@@ -273,9 +273,8 @@ TEST(NestingTest, SkewWindowPairsAReturnStampedBeforeItsCall) {
 
 // The default works the skew out from the trace. A's clock is 1 ms fast,
 // so each of 50 calls B->C seems to start 0.8 ms before the call A->B that
-// caused it: every child misses its parent at the start, by 0.8 ms. With
-// fixed windows only (--skew-window auto before clocks were corrected) the
-// edge B->C got a start window of twice that; now the first assignment
+// caused it: every child misses its parent at the start, by 0.8 ms. A
+// window alone would be twice that wide; instead the first assignment
 // bounds A's clock against B's (children start after their parent: at
 // most -0.8 ms) and A's timestamps are moved back by 0.8 ms, which leaves
 // no skew to window.

@@ -85,7 +85,7 @@ TEST(RenderTest, Figure8LabelsInDot) {
 
 // One absolute scale for the whole render: DB adds 495 s (the most, dark
 // red) on pattern 1; pattern 2's WS2 adds 5.4 s and stays nearly white
-// although it is 56% of its own path (the old per-path share made it red).
+// although it is 56% of its own path (a per-path share would make it red).
 TEST(RenderTest, FillIsTimeAddedOnOneScale) {
   RenderOptions opts;
   opts.format = Format::kDot;
