@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/bins.h"
 #include "nesting/client_folding.h"
 #include "nesting/skew.h"
-#include "nesting/workers.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {

@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/call_table.h"
 #include "nesting/nesting.h"
-#include "nesting/workers.h"
 
 namespace bbprof::nesting {
 

@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/timeline.h"
-#include "nesting/workers.h"
 
 namespace bbprof::nesting {
 

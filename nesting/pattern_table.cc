@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/bins.h"
 #include "nesting/intervals.h"
-#include "nesting/workers.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "nesting/workers.h"
+#include "base/workers.h"
 
 namespace bbprof::nesting {
 

@@ -15,11 +15,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/assignment.h"
 #include "nesting/bins.h"
 #include "nesting/candidates.h"
 #include "nesting/parent_choice.h"
-#include "nesting/workers.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {

@@ -12,7 +12,7 @@
 
 #include "base/pass_timings.h"
 #include "base/small_sort.h"
-#include "nesting/workers.h"
+#include "base/workers.h"
 
 namespace bbprof::nesting {
 

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/bins.h"
 #include "nesting/call_pairs.h"
 #include "nesting/candidates.h"
@@ -27,7 +28,6 @@
 #include "nesting/scoreboards.h"
 #include "nesting/skew.h"
 #include "nesting/skew_estimation.h"
-#include "nesting/workers.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
 

@@ -3,8 +3,8 @@
 // memory_helpers.h). Reads past the end never touch memory: they fail, set
 // the cursor's error flag and return zero, so a decoder checks ok() once
 // after a run of reads instead of before each one.
-#ifndef BBPROF_CAPTURE_BYTE_CURSOR_H_
-#define BBPROF_CAPTURE_BYTE_CURSOR_H_
+#ifndef BBPROF_BASE_BYTE_CURSOR_H_
+#define BBPROF_BASE_BYTE_CURSOR_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-namespace bbprof::capture {
+namespace bbprof {
 
 class ByteCursor {
  public:
@@ -97,6 +97,6 @@ inline std::span<const std::byte> AsBytes(std::string_view s) {
   return std::as_bytes(std::span<const char>(s.data(), s.size()));
 }
 
-}  // namespace bbprof::capture
+}  // namespace bbprof
 
-#endif  // BBPROF_CAPTURE_BYTE_CURSOR_H_
+#endif  // BBPROF_BASE_BYTE_CURSOR_H_

@@ -2,8 +2,8 @@
 // the passes that split into parts with an exact merge (docs/nesting.md,
 // "Passes and their state") hand each part to RunParts; the calling thread
 // runs part 0, so one part costs no thread at all.
-#ifndef BBPROF_NESTING_WORKERS_H_
-#define BBPROF_NESTING_WORKERS_H_
+#ifndef BBPROF_BASE_WORKERS_H_
+#define BBPROF_BASE_WORKERS_H_
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace bbprof::nesting {
+namespace bbprof {
 
 template <class Fn>
 void RunParts(int parts, Fn&& fn) {
@@ -237,6 +237,6 @@ std::vector<State> WalkSplittingRanges(int threads, uint32_t n, uint32_t least,
   return states;
 }
 
-}  // namespace bbprof::nesting
+}  // namespace bbprof
 
-#endif  // BBPROF_NESTING_WORKERS_H_
+#endif  // BBPROF_BASE_WORKERS_H_
