@@ -24,7 +24,7 @@
 #include "nesting/parent_choice.h"
 #include "nesting/pattern_table.h"
 #include "nesting/skew_estimation.h"
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 #include "trace/byte_stream.h"
 
 namespace bbprof::nesting {

@@ -11,20 +11,19 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "base/progress.h"
 #include "nesting/drivers.h"
 #include "nesting/pattern_table.h"
 #include "nesting/skew.h"
 #include "nesting/skew_estimation.h"
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 #include "trace/byte_stream.h"
 #include "trace/pending_calls.h"
 

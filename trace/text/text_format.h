@@ -1,7 +1,7 @@
 // The text form of the trace format (shared/spec/trace-format.md, "Text
 // form"): the reader and writer behind OpenTraceReader/OpenTraceWriter.
-#ifndef BBPROF_TRACE_TEXT_FORMAT_H_
-#define BBPROF_TRACE_TEXT_FORMAT_H_
+#ifndef BBPROF_TRACE_TEXT_TEXT_FORMAT_H_
+#define BBPROF_TRACE_TEXT_TEXT_FORMAT_H_
 
 #include <memory>
 #include <string>
@@ -31,4 +31,4 @@ std::unique_ptr<TraceWriter> NewTextWriter(std::unique_ptr<OutputStream> out,
 
 }  // namespace bbprof::trace
 
-#endif  // BBPROF_TRACE_TEXT_FORMAT_H_
+#endif  // BBPROF_TRACE_TEXT_TEXT_FORMAT_H_

@@ -29,8 +29,8 @@
 //   which the index repeats, so a reader can seek straight to a block range
 //   or a time range (OpenBinaryBlockRange, OpenBinaryTimeRange) without
 //   scanning what comes before it.
-#ifndef BBPROF_TRACE_BINARY_FORMAT_H_
-#define BBPROF_TRACE_BINARY_FORMAT_H_
+#ifndef BBPROF_TRACE_BINARY_BINARY_FORMAT_H_
+#define BBPROF_TRACE_BINARY_BINARY_FORMAT_H_
 
 #include <cstdint>
 #include <memory>
@@ -195,4 +195,4 @@ bool ParseCanonicalUnsigned(std::string_view token, uint64_t* value);
 
 }  // namespace bbprof::trace
 
-#endif  // BBPROF_TRACE_BINARY_FORMAT_H_
+#endif  // BBPROF_TRACE_BINARY_BINARY_FORMAT_H_

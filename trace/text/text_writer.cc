@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "trace/text_format.h"
+#include "trace/text/text_format.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::trace {

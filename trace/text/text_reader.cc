@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "trace/op.h"
-#include "trace/text_format.h"
+#include "trace/text/text_format.h"
 #include "trace/timestamp.h"
 #include "trace/token.h"
 

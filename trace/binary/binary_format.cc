@@ -1,9 +1,9 @@
-// Binary trace reader and writer (layout: trace/binary_format.h and
+// Binary trace reader and writer (layout: trace/binary/binary_format.h and
 // docs/formats.md). The reader's hot loop decodes one op byte and a handful
 // of varints per message straight out of a checksummed block buffer; the
 // buffer carries zeroed padding so a varint can be decoded without a bounds
 // check per byte (the position is checked once per field instead).
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 
 #include <fcntl.h>
 #include <libdeflate.h>
@@ -24,7 +24,7 @@
 
 #include "trace/op.h"
 #include "trace/string_hash.h"
-#include "trace/text_format.h"
+#include "trace/text/text_format.h"
 #include "trace/timestamp.h"
 #include "trace/token.h"
 
