@@ -29,8 +29,8 @@
 
 #include "base/pass_timings.h"
 #include "base/status.h"
-#include "nesting/client_folding.h"
 #include "nesting/histogram.h"
+#include "nesting/steps/client_folding.h"
 #include "trace/pending_calls.h"
 #include "trace/reader.h"
 #include "trace/record.h"

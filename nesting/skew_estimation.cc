@@ -18,8 +18,8 @@
 #include "base/workers.h"
 #include "nesting/assignment.h"
 #include "nesting/bins.h"
-#include "nesting/candidates.h"
-#include "nesting/parent_choice.h"
+#include "nesting/steps/candidates.h"
+#include "nesting/steps/parent_choice.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {

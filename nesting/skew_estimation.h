@@ -13,9 +13,9 @@
 
 #include "nesting/bins.h"
 #include "nesting/call_table.h"
-#include "nesting/candidates.h"
 #include "nesting/nesting.h"
 #include "nesting/skew.h"
+#include "nesting/steps/candidates.h"
 
 namespace bbprof::nesting {
 

@@ -20,9 +20,9 @@
 
 #include "base/progress.h"
 #include "nesting/drivers.h"
-#include "nesting/pattern_table.h"
 #include "nesting/skew.h"
 #include "nesting/skew_estimation.h"
+#include "nesting/steps/pattern_table.h"
 #include "trace/binary/binary_format.h"
 #include "trace/byte_stream.h"
 #include "trace/pending_calls.h"

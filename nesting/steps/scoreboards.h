@@ -18,8 +18,8 @@
 // for near-ties: on the real stack it placed a few calls of one capture of
 // 72 differently, with the same request accuracy (docs/benchmarks.md, "The
 // scoreboards in parts").
-#ifndef BBPROF_NESTING_SCOREBOARDS_H_
-#define BBPROF_NESTING_SCOREBOARDS_H_
+#ifndef BBPROF_NESTING_STEPS_SCOREBOARDS_H_
+#define BBPROF_NESTING_STEPS_SCOREBOARDS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -81,4 +81,4 @@ class Scoreboards {
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_SCOREBOARDS_H_
+#endif  // BBPROF_NESTING_STEPS_SCOREBOARDS_H_

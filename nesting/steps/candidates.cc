@@ -1,4 +1,4 @@
-#include "nesting/candidates.h"
+#include "nesting/steps/candidates.h"
 
 #include <cstddef>
 #include <tuple>

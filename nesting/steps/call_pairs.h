@@ -4,8 +4,8 @@
 // keyed with their ops, lost returns imputed, the pairs in return order.
 // The pairer takes records one at a time from whichever driver reads the
 // trace (memory_driver.cc today); it never sees a reader.
-#ifndef BBPROF_NESTING_CALL_PAIRS_H_
-#define BBPROF_NESTING_CALL_PAIRS_H_
+#ifndef BBPROF_NESTING_STEPS_CALL_PAIRS_H_
+#define BBPROF_NESTING_STEPS_CALL_PAIRS_H_
 
 #include <cstdint>
 #include <string>
@@ -109,4 +109,4 @@ void SortByReturn(CallTable* table, int threads = 1);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_CALL_PAIRS_H_
+#endif  // BBPROF_NESTING_STEPS_CALL_PAIRS_H_

@@ -1,4 +1,4 @@
-#include "nesting/scoreboards.h"
+#include "nesting/steps/scoreboards.h"
 
 #include <algorithm>
 #include <cstddef>

@@ -4,8 +4,8 @@
 // beyond the paper, refinement passes and the timeline passes
 // (timeline.h). AssignParents runs steps 2 to 4 together, as every driver
 // and the clock rounds (skew_estimation.h) do.
-#ifndef BBPROF_NESTING_PARENT_CHOICE_H_
-#define BBPROF_NESTING_PARENT_CHOICE_H_
+#ifndef BBPROF_NESTING_STEPS_PARENT_CHOICE_H_
+#define BBPROF_NESTING_STEPS_PARENT_CHOICE_H_
 
 #include <cstdint>
 #include <vector>
@@ -13,9 +13,9 @@
 #include "nesting/assignment.h"
 #include "nesting/bins.h"
 #include "nesting/call_table.h"
-#include "nesting/candidates.h"
 #include "nesting/nesting.h"
-#include "nesting/scoreboards.h"
+#include "nesting/steps/candidates.h"
+#include "nesting/steps/scoreboards.h"
 #include "nesting/timeline.h"
 
 namespace bbprof::nesting {
@@ -52,4 +52,4 @@ void AssignParents(const Params& params, const EdgeWindows& windows,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_PARENT_CHOICE_H_
+#endif  // BBPROF_NESTING_STEPS_PARENT_CHOICE_H_

@@ -1,4 +1,4 @@
-#include "nesting/pattern_table.h"
+#include "nesting/steps/pattern_table.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,8 @@
 // order and signature (shared/spec/results-json.md). Memory per pattern,
 // not per instance. The ordering of patterns (SortPatterns, nesting.h) is
 // here too.
-#ifndef BBPROF_NESTING_PATTERN_TABLE_H_
-#define BBPROF_NESTING_PATTERN_TABLE_H_
+#ifndef BBPROF_NESTING_STEPS_PATTERN_TABLE_H_
+#define BBPROF_NESTING_STEPS_PATTERN_TABLE_H_
 
 #include <cstdint>
 #include <string>
@@ -63,4 +63,4 @@ class PatternMerger {
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_PATTERN_TABLE_H_
+#endif  // BBPROF_NESTING_STEPS_PATTERN_TABLE_H_

@@ -1,4 +1,4 @@
-#include "nesting/call_pairs.h"
+#include "nesting/steps/call_pairs.h"
 
 #include <algorithm>
 #include <functional>
@@ -12,8 +12,8 @@
 
 #include "base/workers.h"
 #include "nesting/bins.h"
-#include "nesting/client_folding.h"
 #include "nesting/skew.h"
+#include "nesting/steps/client_folding.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::nesting {

@@ -1,4 +1,4 @@
-#include "nesting/client_folding.h"
+#include "nesting/steps/client_folding.h"
 
 #include <unordered_map>
 

@@ -7,8 +7,8 @@
 // paired with their returns (callids are per caller, so pairing must see
 // the real callers) and before the nesting steps, which never see a client
 // as a callee and so are unchanged by it.
-#ifndef BBPROF_NESTING_CLIENT_FOLDING_H_
-#define BBPROF_NESTING_CLIENT_FOLDING_H_
+#ifndef BBPROF_NESTING_STEPS_CLIENT_FOLDING_H_
+#define BBPROF_NESTING_STEPS_CLIENT_FOLDING_H_
 
 #include <functional>
 #include <string>
@@ -45,4 +45,4 @@ std::vector<uint32_t> FoldClients(const std::vector<bool>& calls,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_CLIENT_FOLDING_H_
+#endif  // BBPROF_NESTING_STEPS_CLIENT_FOLDING_H_

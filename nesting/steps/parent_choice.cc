@@ -1,4 +1,4 @@
-#include "nesting/parent_choice.h"
+#include "nesting/steps/parent_choice.h"
 
 #include <algorithm>
 #include <cstdint>

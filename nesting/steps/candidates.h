@@ -5,8 +5,8 @@
 // and end up to the window before it. The sweep that finds the calls
 // enclosing each call is shared with the skew estimation
 // (skew_estimation.h), hence a template here.
-#ifndef BBPROF_NESTING_CANDIDATES_H_
-#define BBPROF_NESTING_CANDIDATES_H_
+#ifndef BBPROF_NESTING_STEPS_CANDIDATES_H_
+#define BBPROF_NESTING_STEPS_CANDIDATES_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -292,4 +292,4 @@ void FindCandidates(const Params& params, const EdgeWindows& windows,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_CANDIDATES_H_
+#endif  // BBPROF_NESTING_STEPS_CANDIDATES_H_
