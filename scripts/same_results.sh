@@ -5,7 +5,7 @@
 #   scripts/same_results.sh OLD_BBPROF NEW_BBPROF [WORK_DIR]
 # Inputs: a small trace from every samples/*.conf (maketrace, 4,000 messages;
 # made by OLD, and NEW must make the same bytes), samples/*.trace and a few
-# captures of ../shared/pcaps. On each: nest with its defaults, with
+# captures of ../shared/pcaps ($BBPROF_SHARED_DIR/pcaps if set). On each: nest with its defaults, with
 # --threads 2 and with --search stream, writing the text report, --json and
 # --requests in Jaeger, OTLP and CSV; on the default run's result also
 # report, render (svg, dot), eval against the maketrace truth, and diff;
@@ -26,7 +26,7 @@ for b in "$old" "$new"; do
   [ -x "$b" ] || { echo "same_results: $b is not an executable" >&2; exit 2; }
 done
 src=$(cd "$(dirname "$0")/.." && pwd)
-pcaps="$src/../shared/pcaps"
+pcaps="${BBPROF_SHARED_DIR:-$src/../shared}/pcaps"
 if [ $# -eq 3 ]; then
   work=$3
   mkdir -p "$work"
@@ -46,7 +46,10 @@ truth_inputs=$(cd "$work/in" && ls ./*.bbt)
 cp "$src"/samples/*.trace "$work/in/"
 for p in http_1000_requests_one_dropped_response.pcap.gz grpc_unary.pcap \
   redis_resp_benchmark.pcap postgresql_greenhouse_app.pcap nfs_base.pcap; do
-  [ -f "$pcaps/$p" ] && cp "$pcaps/$p" "$work/in/"
+  cp "$pcaps/$p" "$work/in/" || {
+    echo "same_results: no $pcaps/$p (set BBPROF_SHARED_DIR)" >&2
+    exit 2
+  }
 done
 inputs=$(cd "$work/in" && ls)
 
