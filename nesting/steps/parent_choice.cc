@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/workers.h"
-#include "nesting/timeline.h"
+#include "nesting/timeline/timeline.h"
 
 namespace bbprof::nesting {
 

@@ -16,7 +16,7 @@
 #include "nesting/nesting.h"
 #include "nesting/steps/candidates.h"
 #include "nesting/steps/scoreboards.h"
-#include "nesting/timeline.h"
+#include "nesting/timeline/timeline.h"
 
 namespace bbprof::nesting {
 

@@ -1,4 +1,4 @@
-#include "nesting/timeline.h"
+#include "nesting/timeline/timeline.h"
 
 #include <algorithm>
 #include <array>

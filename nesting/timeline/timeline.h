@@ -9,8 +9,8 @@
 // re-chooses every call's parent by how likely its parent's timeline
 // becomes. The learned state (gap densities, multiset frequencies) is per
 // edge of the system, not per call.
-#ifndef BBPROF_NESTING_TIMELINE_H_
-#define BBPROF_NESTING_TIMELINE_H_
+#ifndef BBPROF_NESTING_TIMELINE_TIMELINE_H_
+#define BBPROF_NESTING_TIMELINE_TIMELINE_H_
 
 #include <cstdint>
 #include <vector>
@@ -49,4 +49,4 @@ void RunTimelinePasses(const Params& params, const BinScale& scale,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_TIMELINE_H_
+#endif  // BBPROF_NESTING_TIMELINE_TIMELINE_H_
