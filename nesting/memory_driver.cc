@@ -20,7 +20,7 @@
 #include "nesting/call_table.h"
 #include "nesting/drivers.h"
 #include "nesting/nesting.h"
-#include "nesting/skew_estimation.h"
+#include "nesting/skew/skew_estimation.h"
 #include "nesting/steps/call_pairs.h"
 #include "nesting/steps/parent_choice.h"
 #include "nesting/steps/pattern_table.h"

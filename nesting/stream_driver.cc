@@ -20,8 +20,8 @@
 
 #include "base/progress.h"
 #include "nesting/drivers.h"
-#include "nesting/skew.h"
-#include "nesting/skew_estimation.h"
+#include "nesting/skew/skew.h"
+#include "nesting/skew/skew_estimation.h"
 #include "nesting/steps/pattern_table.h"
 #include "trace/binary/binary_format.h"
 #include "trace/byte_stream.h"

@@ -12,7 +12,7 @@
 
 #include "base/workers.h"
 #include "nesting/bins.h"
-#include "nesting/skew.h"
+#include "nesting/skew/skew.h"
 #include "nesting/steps/client_folding.h"
 #include "trace/timestamp.h"
 

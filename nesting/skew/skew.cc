@@ -1,4 +1,4 @@
-#include "nesting/skew.h"
+#include "nesting/skew/skew.h"
 
 #include <algorithm>
 #include <cmath>

@@ -11,8 +11,8 @@
 // each such child, the engine measures how far the nearest call into B
 // misses enclosing it at the start and at the end ("needs");
 // ChooseSkewWindow turns one edge's needs into that edge's window.
-#ifndef BBPROF_NESTING_SKEW_H_
-#define BBPROF_NESTING_SKEW_H_
+#ifndef BBPROF_NESTING_SKEW_SKEW_H_
+#define BBPROF_NESTING_SKEW_SKEW_H_
 
 #include <algorithm>
 #include <cstddef>
@@ -150,4 +150,4 @@ ClockCorrection SolveClockOffsets(std::vector<EdgeClockEvidence>& edges,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_SKEW_H_
+#endif  // BBPROF_NESTING_SKEW_SKEW_H_

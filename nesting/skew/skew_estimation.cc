@@ -1,4 +1,4 @@
-#include "nesting/skew_estimation.h"
+#include "nesting/skew/skew_estimation.h"
 
 #include <algorithm>
 #include <cmath>

@@ -5,8 +5,8 @@
 // table; the arithmetic of windows and clocks is in skew.h. It runs between
 // step 1 (call_pairs.h) and steps 2 to 4 (parent_choice.h), which it also
 // runs for its first assignments.
-#ifndef BBPROF_NESTING_SKEW_ESTIMATION_H_
-#define BBPROF_NESTING_SKEW_ESTIMATION_H_
+#ifndef BBPROF_NESTING_SKEW_SKEW_ESTIMATION_H_
+#define BBPROF_NESTING_SKEW_SKEW_ESTIMATION_H_
 
 #include <utility>
 #include <vector>
@@ -14,7 +14,7 @@
 #include "nesting/bins.h"
 #include "nesting/call_table.h"
 #include "nesting/nesting.h"
-#include "nesting/skew.h"
+#include "nesting/skew/skew.h"
 #include "nesting/steps/candidates.h"
 
 namespace bbprof::nesting {
@@ -70,4 +70,4 @@ std::vector<NodeClockOffset> MergeRangeClocks(
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_SKEW_ESTIMATION_H_
+#endif  // BBPROF_NESTING_SKEW_SKEW_ESTIMATION_H_
