@@ -3,8 +3,8 @@
 // every pass over the whole trace; the stream driver (stream_driver.cc)
 // runs the same passes over one segment of the trace at a time, through
 // AssignSegment, and adds the segments' patterns up.
-#ifndef BBPROF_NESTING_DRIVERS_H_
-#define BBPROF_NESTING_DRIVERS_H_
+#ifndef BBPROF_NESTING_DRIVERS_DRIVERS_H_
+#define BBPROF_NESTING_DRIVERS_DRIVERS_H_
 
 #include <cstdint>
 #include <vector>
@@ -68,4 +68,4 @@ void TakeReaderStats(trace::TraceReader& reader, InputStats* in);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_DRIVERS_H_
+#endif  // BBPROF_NESTING_DRIVERS_DRIVERS_H_

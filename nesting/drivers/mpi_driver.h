@@ -8,12 +8,12 @@
 // --search stream; with --requests, every rank's spooled requests follow
 // to rank 0 (RequestSpool::SendTo, ReceiveFrom). Built with -DBBPROF_MPI=ON (Open MPI from Debian);
 // docs/nesting.md, "Across machines: MPI", says what crosses the network.
-#ifndef BBPROF_NESTING_MPI_DRIVER_H_
-#define BBPROF_NESTING_MPI_DRIVER_H_
+#ifndef BBPROF_NESTING_DRIVERS_MPI_DRIVER_H_
+#define BBPROF_NESTING_DRIVERS_MPI_DRIVER_H_
 
 #include "base/status.h"
+#include "nesting/drivers/stream_driver.h"
 #include "nesting/nesting.h"
-#include "nesting/stream_driver.h"
 #include "trace/reader.h"
 
 namespace bbprof::nesting {
@@ -36,4 +36,4 @@ Result<NestingResult> RunNestingMpi(trace::TraceReader& reader,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_MPI_DRIVER_H_
+#endif  // BBPROF_NESTING_DRIVERS_MPI_DRIVER_H_

@@ -1,7 +1,7 @@
 // The stream driver (stream_driver.h): the trace read once, cut into
 // overlapping segments, each segment nested by the in-memory passes
 // (drivers.h) and its owned requests' patterns added up in order.
-#include "nesting/stream_driver.h"
+#include "nesting/drivers/stream_driver.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/progress.h"
-#include "nesting/drivers.h"
+#include "nesting/drivers/drivers.h"
 #include "nesting/skew/skew.h"
 #include "nesting/skew/skew_estimation.h"
 #include "nesting/steps/pattern_table.h"

@@ -1,4 +1,4 @@
-#include "nesting/mpi_driver.h"
+#include "nesting/drivers/mpi_driver.h"
 
 #include <mpi.h>
 

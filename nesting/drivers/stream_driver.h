@@ -16,8 +16,8 @@
 // are added up in segment order (PatternMerger), so the result is the same
 // on any number of threads. A trace of one segment gives exactly the
 // in-memory result.
-#ifndef BBPROF_NESTING_STREAM_DRIVER_H_
-#define BBPROF_NESTING_STREAM_DRIVER_H_
+#ifndef BBPROF_NESTING_DRIVERS_STREAM_DRIVER_H_
+#define BBPROF_NESTING_DRIVERS_STREAM_DRIVER_H_
 
 #include <cstdint>
 #include <functional>
@@ -59,7 +59,7 @@ struct StreamOptions {
   // still cut.
   uint64_t reach_messages = 0;
 
-  // A run split across processes (the MPI driver, nesting/mpi_driver.h):
+  // A run split across processes (the MPI driver, nesting/drivers/mpi_driver.h):
   // every process reads the whole trace, and nests only the segments k with
   // k % ranks == rank. `gather` is then called once on every process with
   // its nested segments, each as (k, bytes); on rank 0 it returns every
@@ -111,4 +111,4 @@ Result<NestingResult> RunNestingStream(trace::TraceReader& reader,
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_STREAM_DRIVER_H_
+#endif  // BBPROF_NESTING_DRIVERS_STREAM_DRIVER_H_

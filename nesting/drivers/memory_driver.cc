@@ -18,7 +18,7 @@
 #include "base/progress.h"
 #include "nesting/bins.h"
 #include "nesting/call_table.h"
-#include "nesting/drivers.h"
+#include "nesting/drivers/drivers.h"
 #include "nesting/nesting.h"
 #include "nesting/skew/skew_estimation.h"
 #include "nesting/steps/call_pairs.h"
