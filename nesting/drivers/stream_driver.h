@@ -27,7 +27,7 @@
 
 #include "base/status.h"
 #include "nesting/nesting.h"
-#include "nesting/request_export.h"
+#include "nesting/requests/request_export.h"
 #include "trace/reader.h"
 
 namespace bbprof::nesting {

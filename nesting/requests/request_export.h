@@ -14,8 +14,8 @@
 // Ids are derived from the calls (a hash of the root call's time, nodes and
 // callid for the trace, of the call and its place in the tree for a span),
 // so two runs write identical files. docs/formats.md shows each format.
-#ifndef BBPROF_NESTING_REQUEST_EXPORT_H_
-#define BBPROF_NESTING_REQUEST_EXPORT_H_
+#ifndef BBPROF_NESTING_REQUESTS_REQUEST_EXPORT_H_
+#define BBPROF_NESTING_REQUESTS_REQUEST_EXPORT_H_
 
 #include <cstdint>
 #include <functional>
@@ -112,4 +112,4 @@ std::string IsoTime(trace::TimeNs ns);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_REQUEST_EXPORT_H_
+#endif  // BBPROF_NESTING_REQUESTS_REQUEST_EXPORT_H_

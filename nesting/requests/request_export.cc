@@ -1,4 +1,4 @@
-#include "nesting/request_export.h"
+#include "nesting/requests/request_export.h"
 
 #include <unistd.h>
 
