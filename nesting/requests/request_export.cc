@@ -17,8 +17,8 @@
 #include <utility>
 
 #include "base/progress.h"
+#include "base/version.h"
 #include "nesting/bins.h"
-#include "nesting/output.h"
 #include "trace/byte_stream.h"
 
 namespace bbprof::nesting {
