@@ -1,6 +1,6 @@
 #include "capture/link.h"
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 
 namespace bbprof::capture {
 namespace {

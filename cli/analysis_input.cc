@@ -1,7 +1,7 @@
 #include "cli/analysis_input.h"
 
 #include "capture/capture_reader.h"
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 #include "trace/byte_stream.h"
 
 namespace bbprof::cli {

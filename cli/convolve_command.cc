@@ -12,7 +12,7 @@
 #include "cli/command_line.h"
 #include "cli/naming_flags.h"
 #include "convolution/path_graph.h"
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 

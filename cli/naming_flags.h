@@ -3,7 +3,7 @@
 // trace renamed as it is read, capture/renaming_reader.h), so that one
 // spelling works everywhere: --granularity host|service, --names FILE.
 // Also nest's --clients (external clients folded, kept, or grouped by
-// CIDR block; nesting/client_folding.h).
+// CIDR block; nesting/steps/client_folding.h).
 #ifndef BBPROF_CLI_NAMING_FLAGS_H_
 #define BBPROF_CLI_NAMING_FLAGS_H_
 
@@ -15,7 +15,7 @@
 #include "base/status.h"
 #include "capture/naming.h"
 #include "cli/command_line.h"
-#include "nesting/client_folding.h"
+#include "nesting/steps/client_folding.h"
 #include "trace/reader.h"
 
 namespace bbprof::cli {

@@ -19,8 +19,8 @@
 #include "nesting/marks.h"
 #include "nesting/nesting.h"
 #include "nesting/output.h"
+#include "nesting/requests/request_export.h"
 #include "trace/json_text.h"
-#include "nesting/request_export.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 #include "viz/render.h"
@@ -161,7 +161,7 @@ int Run(std::span<const std::string> args) {
   std::optional<nesting::DetailedResult> detail;
   if (requests_format) detail.emplace();
   // On a trace the stream driver nests, the requests wait in a spool
-  // (nesting/request_export.h) until the patterns are ranked.
+  // (nesting/requests/request_export.h) until the patterns are ranked.
   std::unique_ptr<nesting::RequestSpool> spool;
   int mpi_rank = 0;
   PassTimings timings;

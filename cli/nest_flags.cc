@@ -6,7 +6,7 @@
 
 #include "base/cores.h"
 #ifdef BBPROF_MPI
-#include "nesting/mpi_driver.h"
+#include "nesting/drivers/mpi_driver.h"
 #endif
 #include "trace/byte_stream.h"
 #include "trace/pending_calls.h"

@@ -12,8 +12,8 @@
 #include "base/status.h"
 #include "cli/command_line.h"
 #include "cli/naming_flags.h"
+#include "nesting/drivers/stream_driver.h"
 #include "nesting/nesting.h"
-#include "nesting/stream_driver.h"
 #include "trace/reader.h"
 
 namespace bbprof::cli {
@@ -50,7 +50,7 @@ bool ParseThreadsFlag(const std::string& text, int* threads);
 // RequestSpool made in *spool instead (nest --requests in bounded memory),
 // and `detail` stays empty. With `mpi_rank`
 // (nest only), a process started by mpirun nests its share of the stream
-// driver's segments (nesting/mpi_driver.h) and *mpi_rank gets its rank:
+// driver's segments (nesting/drivers/mpi_driver.h) and *mpi_rank gets its rank:
 // only rank 0's result is the trace's (the others' is empty, not checked).
 Result<nesting::NestingResult> NestInput(
     const CommandLine& cl, const std::string& path, const NestSetup& setup,

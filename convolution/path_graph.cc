@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/version.h"
 #include "convolution/search_steps.h"
 #include "trace/json_text.h"
 
@@ -286,7 +287,7 @@ std::string ResultJson(const TraceSummary& msgs, const Params& params,
   using nlohmann::ordered_json;
   ordered_json j;
   j["tool"] = "bbprof convolve";
-  j["version"] = "0.1.0";
+  j["version"] = kVersion;
   j["input"] = {
       {"path", input_path},
       {"messages", msgs.messages},

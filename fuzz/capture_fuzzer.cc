@@ -10,8 +10,8 @@
 
 #include "capture/capture_reader.h"
 #include "fuzz/fuzz_util.h"
-#include "trace/binary_format.h"
-#include "trace/text_format.h"
+#include "trace/binary/binary_format.h"
+#include "trace/text/text_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bbprof;

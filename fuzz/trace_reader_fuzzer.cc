@@ -19,9 +19,9 @@
 #include <string_view>
 
 #include "fuzz/fuzz_util.h"
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 #include "trace/reader.h"
-#include "trace/text_format.h"
+#include "trace/text/text_format.h"
 #include "trace/writer.h"
 
 #ifndef BBPROF_FUZZ_BINARY

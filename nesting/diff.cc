@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "base/version.h"
 #include "nesting/output.h"
 
 namespace bbprof::nesting {

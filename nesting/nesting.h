@@ -29,8 +29,8 @@
 
 #include "base/pass_timings.h"
 #include "base/status.h"
-#include "nesting/client_folding.h"
 #include "nesting/histogram.h"
+#include "nesting/steps/client_folding.h"
 #include "trace/pending_calls.h"
 #include "trace/reader.h"
 #include "trace/record.h"
@@ -318,7 +318,7 @@ struct CallInfo {
   bool imputed = false;  // matched to an assumed return (its own was lost)
   uint32_t parent = kNoParent;
   uint32_t root_pattern = kNoParent;  // index into patterns before sorting
-  // As observed: what a per-request export (nesting/request_export.h) and
+  // As observed: what a per-request export (nesting/requests/request_export.h) and
   // the scoring of one (nesting/result_eval.h) need.
   trace::TimeNs call_ns = 0;
   trace::TimeNs ret_ns = 0;  // assumed when imputed; meaningless unmatched

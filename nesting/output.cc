@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/version.h"
 #include "nesting/intervals.h"
 
 namespace bbprof::nesting {

@@ -12,8 +12,6 @@
 
 namespace bbprof::nesting {
 
-inline constexpr const char* kVersion = "0.1.0";
-
 // `patterns` already ranked, filtered and cut to --top.
 nlohmann::ordered_json ResultToJson(const NestingResult& result);
 

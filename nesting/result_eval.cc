@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "nesting/output.h"
-#include "nesting/request_export.h"
+#include "nesting/requests/request_export.h"
 #include "trace/byte_stream.h"
 #include "trace/reader.h"
 

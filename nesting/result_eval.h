@@ -1,6 +1,6 @@
 // Scoring of a nesting result as it was handed over (section 7.5.1's
 // metrics): the result JSON's own patterns and latencies, and, when the
-// requests nest exported are given (nesting/request_export.h), its own
+// requests nest exported are given (nesting/requests/request_export.h), its own
 // parent choices, call by call. The truth comes from the trace's pathids:
 // the engine runs once "cheating" (candidate parents must share the
 // child's pathid), as the paper does, which yields the true trees. The

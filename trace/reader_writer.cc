@@ -4,10 +4,10 @@
 #include <cstring>
 #include <tuple>
 
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 #include "trace/byte_stream.h"
 #include "trace/reader.h"
-#include "trace/text_format.h"
+#include "trace/text/text_format.h"
 #include "trace/timestamp.h"
 #include "trace/token.h"
 #include "trace/writer.h"

@@ -11,7 +11,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
 #include "capture/decoders/small_fifo.h"

@@ -16,7 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/hpack.h"
 #include "capture/decoders/op_names.h"

@@ -15,7 +15,7 @@
 // no longer decoded (counted): packets carry no marker to resynchronise on.
 #include <string>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
 #include "capture/decoders/small_fifo.h"

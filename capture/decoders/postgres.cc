@@ -26,7 +26,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
 #include "capture/decoders/small_fifo.h"

@@ -7,7 +7,7 @@
 #include <array>
 #include <string>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 #include "capture/decoders/decoders.h"
 #include "capture/decoders/op_names.h"
 #include "capture/decoders/stream_buffer.h"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 
 namespace bbprof::capture {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 
 namespace bbprof::capture {
 namespace {

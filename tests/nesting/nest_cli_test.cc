@@ -1417,7 +1417,7 @@ TEST(NestCliTest, ScatterGatherMembersKeepTheirOwnArrival) {
 // node-keyed boards (--op-keys off), 96.8% keyed by operation; with keys,
 // 87.1% keyed by every variant. S passes its key on to N (/item/k7 asks
 // /price/k7), so with the variants as one and their ids shared
-// (LearnSharedIds in nesting/timeline.cc) the keyed trace does better than
+// (LearnSharedIds in nesting/timeline/timeline.cc) the keyed trace does better than
 // the same trace with the keys taken out (99.9% against 96.8%), wherever in
 // the route the key sits.
 // `key`: 0 none, 1 at the end of each route, 2 before its last segment

@@ -1,6 +1,6 @@
-// The stream driver (nesting/stream_driver.h, docs/nesting.md "The stream
-// driver") through the binary: a trace of one segment gives the in-memory
-// bytes; a trace of many counts every request once, on any number of
+// The stream driver (nesting/drivers/stream_driver.h, docs/nesting.md "The
+// stream driver") through the binary: a trace of one segment gives the
+// in-memory bytes; a trace of many counts every request once, on any number of
 // threads with the same bytes, and near the in-memory shares; requests
 // across a segment's edge keep their shape; one longer than the overlap is
 // followed whole within the reach, and cut past it, as at the end of a
@@ -17,18 +17,18 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <set>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "nesting/drivers.h"
+#include "nesting/drivers/drivers.h"
+#include "nesting/drivers/stream_driver.h"
 #include "nesting/output.h"
-#include "nesting/stream_driver.h"
 #include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
@@ -872,7 +872,7 @@ TEST(NestRanksTest, RanksCarryTheSegmentsClocks) {
 }
 
 #ifdef BBPROF_MPI
-// The MPI driver (nesting/mpi_driver.h): two and three ranks on this
+// The MPI driver (nesting/drivers/mpi_driver.h): two and three ranks on this
 // machine, over loopback TCP only, give the bytes one process gives with
 // --search stream, segments or not; a bad trace fails on every rank with
 // its FILE:LINE and no hang; what needs one process is refused.

@@ -18,16 +18,16 @@
 #include <utility>
 #include <vector>
 
+#include "base/workers.h"
 #include "nesting/bins.h"
-#include "nesting/call_pairs.h"
-#include "nesting/candidates.h"
 #include "nesting/evaluation.h"
 #include "nesting/output.h"
-#include "nesting/parent_choice.h"
-#include "nesting/scoreboards.h"
-#include "nesting/skew.h"
-#include "nesting/skew_estimation.h"
-#include "nesting/workers.h"
+#include "nesting/skew/skew.h"
+#include "nesting/skew/skew_estimation.h"
+#include "nesting/steps/call_pairs.h"
+#include "nesting/steps/candidates.h"
+#include "nesting/steps/parent_choice.h"
+#include "nesting/steps/scoreboards.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
 

@@ -1,5 +1,5 @@
 // End-to-end tests of `bbprof nest --requests` (every inferred request, in
-// the formats of nesting/request_export.h) and of `bbprof eval` scoring the
+// the formats of nesting/requests/request_export.h) and of `bbprof eval` scoring the
 // result and requests it is handed (nesting/result_eval.h), through the
 // binary.
 #include <gtest/gtest.h>

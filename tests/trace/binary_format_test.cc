@@ -1,7 +1,7 @@
 // The binary form: exact round trip with the text form, and a named error for
 // every kind of damage (truncation at any byte, checksum mismatch, bad magic,
 // bad version, decreasing timestamps).
-#include "trace/binary_format.h"
+#include "trace/binary/binary_format.h"
 
 #include <gtest/gtest.h>
 #include <libdeflate.h>

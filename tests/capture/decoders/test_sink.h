@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "capture/byte_cursor.h"
+#include "base/byte_cursor.h"
 #include "capture/decoder.h"
 
 namespace bbprof::capture {
