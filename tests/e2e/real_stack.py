@@ -122,7 +122,7 @@ MIXES = {
 # where the Go, Java and gRPC routes (/shop, /order) hold most of the
 # requests nest gets wrong. Timing moves them, so each floor sits below the
 # lowest run, yet far above what nest without skew handling gets on the
-# skewed capture (5-57% in the bench). The issue's target is 97%.
+# skewed capture (0-13.5% in the bench). The issue's target is 97%.
 CI_FLOOR = {"plain": 0.88, "skewed": 0.85, "skewed+1ms": 0.80}
 NGINX_CONF = NGINX_PREAMBLE + """
   keepalive_requests 100000;
