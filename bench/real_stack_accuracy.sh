@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Request accuracy of nest on a real stack with ground truth:
-# nginx, two load-balanced Python apps, a Node.js event-loop app, Redis and
-# memcached on loopback, captured live with --truth-header X-Request-Id.
+# nginx, two load-balanced Python apps, a Node.js event-loop app, a Go tier,
+# a Java thread-pool tier, a gRPC tier, Redis and memcached on loopback
+# (docs/e2e.md), captured live with --truth-header X-Request-Id.
 # Measures the saturation throughput of each route mix first, then runs 10%,
 # 30%, 60% and 85% of it; scores each capture as captured and skewed as if
-# taken on several hosts ("yes": offsets 50 us to 2 ms, drift; "small":
-# offsets 50 us to 200 us, no drift), with default nest,
+# taken on several hosts ("yes": offsets 50 us to 2 ms, drift; "yes+1ms":
+# the same with timestamps cut to 1 ms; "small": offsets 50 us to 200 us,
+# no drift), with default nest,
 # --timeline-passes 0, the paper's algorithm (--timeline-passes 0
 # --skew-window 0), a hand-set --skew-window 0.004 and first-come-first-served
 # (--assign fcfs) if this nest has it; with BBPROF_BASE=PATH, also the

@@ -6,7 +6,8 @@
 WORKDIR holds the captures `bench/real_stack_accuracy.sh WORKDIR` kept
 (NAME.trace per level). Each capture is scored as taken ("one"), with the
 bench's skew ("bench": SKEW in tests/e2e/real_stack.py, offsets 50 us to
-2 ms and drift), with small offsets ("small": SKEW_SMALL, 50-200 us) and
+2 ms and drift), that copy with its timestamps cut to 1 ms ("bench+1ms":
+QUANTUM), with small offsets ("small": SKEW_SMALL, 50-200 us) and
 with those halved ("half", 25-100 us): default `nest` of every build, then
 `bbprof eval` (request accuracy). The skewed copies are written next to the
 captures once (WORKDIR/compare/). Prints, per set, a table with a column per
@@ -24,15 +25,16 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-from real_stack import SKEW, SKEW_SMALL  # noqa: E402
+from real_stack import MIXES, SKEW, SKEW_SMALL, quantize  # noqa: E402
 
 SETS = {
     "one": None,
     "bench": SKEW,
+    "bench+1ms": SKEW,  # then quantised
     "small": SKEW_SMALL,
     "half": {k: (o / 2, d) for k, (o, d) in SKEW_SMALL.items()},
 }
-LEVELS = ["%s-%d" % (m, l) for m in ("sync", "async", "all") for l in (10, 30, 60, 85)]
+LEVELS = ["%s-%d" % (m, l) for m in MIXES for l in (10, 30, 60, 85)]
 
 
 def nodes_of(trace):
@@ -100,8 +102,11 @@ def main():
         for level in levels:
             trace = os.path.join(work, level + ".trace")
             if offsets is not None:
+                name = kind.split("+")[0]
                 trace = skewed_copy(first, trace, offsets,
-                                    os.path.join(work, "compare", "%s.%s.trace" % (level, kind)))
+                                    os.path.join(work, "compare", "%s.%s.trace" % (level, name)))
+            if kind.endswith("+1ms"):
+                trace = quantize(first, trace)
             traces[kind, level] = trace
     jobs = [(name, kind, level) for name, _ in builds for (kind, level) in traces]
     build_of = dict(builds)

@@ -21,6 +21,9 @@ PACKAGES=(
   # real servers for the end-to-end capture tests (loopback only); nodejs
   # also checks exports against their consumers' definitions (tests/nesting)
   nginx-light redis-server dnsmasq-base memcached nodejs
+  # the real stack's thread-pool (Java), goroutine (Go) and gRPC (grpcio)
+  # tiers, compiled or run at test time (tests/e2e/real_stack.py)
+  openjdk-17-jdk-headless golang-go python3-grpcio
   # the HTML report's test in a real headless browser (tests/viz) and the
   # screenshots in docs/
   chromium

@@ -1,13 +1,14 @@
 """What the end-to-end tests on real servers share (docs/e2e.md): outcome
 reporting with ctest's exit codes, finding and stopping servers, nginx's
-per-run configuration preamble, and the plain-text HTTP handler of the
-Python application tiers."""
+per-run configuration preamble, and what the Python application tiers share:
+the plain-text HTTP handler and Redis connections over raw RESP."""
 import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
@@ -156,3 +157,38 @@ class Server(http.server.ThreadingHTTPServer):
     """A thread per connection."""
     daemon_threads = True
     request_queue_size = 256
+
+
+class Redis:
+    """Redis over raw RESP (the test uses no third-party packages), one
+    connection per thread, kept across requests and bound to the tier's own
+    loopback address so the capture tells the tiers apart."""
+
+    def __init__(self, local_ip, ip, port):
+        self.local_ip, self.addr = local_ip, (ip, port)
+        self.local = threading.local()
+
+    def command(self, *args):
+        """One command; returns the body of a bulk reply, else the reply
+        line less its type byte (enough for GET and INCR)."""
+        local = self.local
+        sock = getattr(local, "sock", None)
+        if sock is None:
+            sock = socket.create_connection(self.addr, timeout=10,
+                                            source_address=(self.local_ip, 0))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            local.sock, local.buf = sock, b""
+        parts = [a if isinstance(a, bytes) else a.encode() for a in args]
+        sock.sendall(b"*%d\r\n" % len(parts) +
+                     b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
+        while b"\r\n" not in local.buf:
+            local.buf += sock.recv(65536)
+        head, _, rest = local.buf.partition(b"\r\n")
+        if not head.startswith(b"$"):
+            local.buf = rest
+            return head[1:]
+        need = int(head[1:]) + 2 if int(head[1:]) >= 0 else 0
+        while len(rest) < need:
+            rest += sock.recv(65536)
+        local.buf = rest[need:]
+        return rest[:max(need - 2, 0)]

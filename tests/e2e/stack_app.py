@@ -14,51 +14,66 @@ apart, and are pooled: reused across requests.
     GET /audit/K    Redis INCR audit:K
     GET /compose/K  three concurrent POST node /part/K (parallel fan-out; the
                     node answers them all when the last arrives: fan-in)
+    GET /quote/K    gRPC /bbprof.Catalog/Quote K to the catalog tier
+                    (stack_grpc.py), X-Request-Id as metadata
+    GET /grpc-reconnect   the next gRPC call opens a new connection
 
-    stack_app.py LISTEN_IP PORT REDIS_IP REDIS_PORT NODE_IP NODE_PORT
+    stack_app.py LISTEN_IP PORT REDIS_IP REDIS_PORT NODE_IP NODE_PORT [GRPC_IP GRPC_PORT]
 """
 import concurrent.futures
 import http.client
 import queue
-import socket
 import sys
 import threading
 import time
 
-from e2e_util import Server, TextHandler
+from e2e_util import Redis, Server, TextHandler
 
 listen_ip, port, redis_ip, redis_port, node_ip, node_port = (
     sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5],
     int(sys.argv[6]))
+grpc_ip, grpc_port = (sys.argv[7], int(sys.argv[8])) if len(sys.argv) > 8 else (None, 0)
 SLOW = 0.040
 PARTS = 3
-local = threading.local()
+redis = Redis(listen_ip, redis_ip, redis_port).command
+grpc_lock = threading.Lock()
+grpc_channel = grpc_quote = None
 node_pool = queue.LifoQueue()
 fanout = concurrent.futures.ThreadPoolExecutor(max_workers=64)
 
 
-def redis(*args):
-    """One RESP command on this thread's connection; returns the reply line
-    and bulk body (enough for GET and INCR)."""
-    sock = getattr(local, "sock", None)
-    if sock is None:
-        sock = socket.create_connection((redis_ip, redis_port), timeout=10,
-                                        source_address=(listen_ip, 0))
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        local.sock, local.buf = sock, b""
-    parts = [a.encode() for a in args]
-    sock.sendall(b"*%d\r\n" % len(parts) +
-                 b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts))
-    while b"\r\n" not in local.buf:
-        local.buf += sock.recv(65536)
-    head, _, rest = local.buf.partition(b"\r\n")
-    need = 0
-    if head.startswith(b"$") and int(head[1:]) >= 0:
-        need = int(head[1:]) + 2
-    while len(rest) < need:
-        rest += sock.recv(65536)
-    local.buf = rest[need:]
-    return rest[:max(need - 2, 0)]
+def quote(key, rid):
+    """A gRPC call to the catalog tier on this process's one channel (many
+    calls in flight on it at once, each its own HTTP/2 stream), the request
+    id as metadata. grpcio is imported on first use: only the tier the Go
+    tier calls needs it. grpcio cannot bind a channel to a source address,
+    so its connection comes from the kernel's choice, 127.0.0.1; the test's
+    name map gives that address this tier's name (docs/e2e.md)."""
+    global grpc_channel, grpc_quote
+    with grpc_lock:
+        if grpc_quote is None:
+            import grpc
+            # A pool of its own: a channel made after grpc_reconnect()
+            # opens a new connection instead of sharing the old one's.
+            grpc_channel = grpc.insecure_channel(
+                "%s:%d" % (grpc_ip, grpc_port),
+                options=[("grpc.use_local_subchannel_pool", 1)])
+            grpc_quote = grpc_channel.unary_unary("/bbprof.Catalog/Quote")
+        call = grpc_quote
+    return call(key.encode(), metadata=(("x-request-id", rid),), timeout=10)
+
+
+def grpc_reconnect():
+    """Closes the gRPC channel; the next call opens a new connection. The
+    test calls it (GET /grpc-reconnect) before each capture, which must see
+    the connection start: HPACK, HTTP/2's header compression, keeps state
+    per connection, and a capture that begins mid-connection cannot read
+    the method or the request id (docs/decoders.md)."""
+    global grpc_channel, grpc_quote
+    with grpc_lock:
+        channel, grpc_channel, grpc_quote = grpc_channel, None, None
+    if channel is not None:
+        channel.close()
 
 
 def node_call(method, path, rid):
@@ -101,6 +116,11 @@ class Handler(TextHandler):
             body = redis("GET", key)
         elif route == "audit":
             body = redis("INCR", "audit:" + key)
+        elif route == "quote" and grpc_ip:
+            body = quote(key, rid)
+        elif route == "grpc-reconnect":
+            grpc_reconnect()
+            body = b"ok"
         elif route == "compose":
             futures = [fanout.submit(node_call, "POST",
                                      "/part/%s?i=%d&n=%d" % (key, i, PARTS), rid)
