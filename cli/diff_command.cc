@@ -9,11 +9,11 @@
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
 #include "cli/nest_flags.h"
-#include "nesting/diff.h"
-#include "nesting/output.h"
+#include "results/diff/diff.h"
+#include "results/validate.h"
+#include "results/writer.h"
 #include "trace/json_text.h"
 #include "viz/diff_view.h"
-#include "viz/result_json.h"
 
 namespace bbprof::cli {
 

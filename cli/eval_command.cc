@@ -12,11 +12,11 @@
 #include "cli/eval_params.h"
 #include "cli/naming_flags.h"
 #include "cli/nest_flags.h"
-#include "nesting/evaluation.h"
-#include "nesting/result_eval.h"
+#include "results/eval/evaluation.h"
+#include "results/eval/result_eval.h"
+#include "results/validate.h"
 #include "trace/json_text.h"
 #include "trace/timestamp.h"
-#include "viz/result_json.h"
 
 namespace bbprof::cli {
 

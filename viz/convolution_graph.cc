@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "viz/result_json.h"
+#include "results/validate.h"
 #include "viz/style.h"
 
 namespace bbprof::viz {

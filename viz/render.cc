@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "base/atomic_file.h"
+#include "results/validate.h"
 #include "viz/convolution_graph.h"
 #include "viz/graphviz.h"
 #include "viz/pattern_graph.h"
-#include "viz/result_json.h"
 
 namespace bbprof::viz {
 

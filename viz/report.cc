@@ -5,14 +5,14 @@
 #include <cstdlib>
 
 #include "base/atomic_file.h"
-#include "nesting/marks.h"
+#include "results/marks.h"
+#include "results/model.h"
+#include "results/validate.h"
 #include "viz/charts.h"
 #include "viz/convolution_graph.h"
 #include "viz/graphviz.h"
-#include "viz/nest_model.h"
 #include "viz/pattern_graph.h"
 #include "viz/report_assets.h"
-#include "viz/result_json.h"
 #include "viz/service_map.h"
 #include "viz/style.h"
 

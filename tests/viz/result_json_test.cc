@@ -1,7 +1,7 @@
 // ValidateResult: the one check of a result document (spec/results-json.md)
 // that render and eval run before using it. Issue 16, defect 11: render
 // used to draw malformed results and exit 0.
-#include "viz/result_json.h"
+#include "results/validate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "viz/nest_model.h"
+#include "results/model.h"
 
 #include <algorithm>
 
-#include "viz/result_json.h"
+#include "results/validate.h"
 #include "viz/style.h"
 
 namespace bbprof::viz {

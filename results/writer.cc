@@ -1,4 +1,4 @@
-#include "nesting/output.h"
+#include "results/writer.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -4,8 +4,8 @@
 // of results runs first (render, eval), so a malformed or forged result is
 // refused with `patterns[3].root.latency_s.mean: negative (...)` instead of
 // being drawn or scored.
-#ifndef BBPROF_VIZ_RESULT_JSON_H_
-#define BBPROF_VIZ_RESULT_JSON_H_
+#ifndef BBPROF_RESULTS_VALIDATE_H_
+#define BBPROF_RESULTS_VALIDATE_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -62,4 +62,4 @@ Result<const nlohmann::json*> GetArray(const nlohmann::json& obj,
   if (!tmp.ok()) return tmp.status();   \
   lhs = std::move(tmp).value()
 
-#endif  // BBPROF_VIZ_RESULT_JSON_H_
+#endif  // BBPROF_RESULTS_VALIDATE_H_

@@ -1,4 +1,4 @@
-#include "nesting/diff.h"
+#include "results/diff/diff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "base/version.h"
-#include "nesting/output.h"
+#include "results/writer.h"
 
 namespace bbprof::nesting {
 
