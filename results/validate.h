@@ -52,14 +52,4 @@ Result<const nlohmann::json*> GetArray(const nlohmann::json& obj,
 
 }  // namespace bbprof::viz
 
-// `VIZ_ASSIGN(lhs, expr)`: lhs = the value of a Result, or return its error.
-#define VIZ_CONCAT_INNER(a, b) a##b
-#define VIZ_CONCAT(a, b) VIZ_CONCAT_INNER(a, b)
-#define VIZ_ASSIGN(lhs, expr) \
-  VIZ_ASSIGN_IMPL(VIZ_CONCAT(viz_r_, __LINE__), lhs, expr)
-#define VIZ_ASSIGN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                    \
-  if (!tmp.ok()) return tmp.status();   \
-  lhs = std::move(tmp).value()
-
 #endif  // BBPROF_RESULTS_VALIDATE_H_
