@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "base/atomic_file.h"
+#include "base/json_text.h"
 #include "results/marks.h"
 #include "results/model.h"
 #include "results/validate.h"
@@ -39,7 +40,7 @@ std::string InputValue(const json& in, const char* key) {
   if (it->is_string()) return it->get<std::string>();
   if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
   if (it->is_number()) return Printf("%.6g", it->get<double>());
-  return it->dump();
+  return JsonCompact(*it);
 }
 
 // "What the input was": the input object, the trace's meta lines (the
