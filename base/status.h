@@ -74,4 +74,17 @@ class [[nodiscard]] Result {
     if (!bbprof_status_.ok()) return bbprof_status_; \
   } while (0)
 
+// `BBPROF_ASSIGN_OR_RETURN(lhs, expr)`: lhs = the value of the Result that
+// expr gives, or return its error Status. lhs may declare a variable
+// (`BBPROF_ASSIGN_OR_RETURN(double x, GetNumber(...))`).
+#define BBPROF_STATUS_CONCAT_INNER(a, b) a##b
+#define BBPROF_STATUS_CONCAT(a, b) BBPROF_STATUS_CONCAT_INNER(a, b)
+#define BBPROF_ASSIGN_OR_RETURN(lhs, expr)                                     \
+  BBPROF_ASSIGN_OR_RETURN_IMPL(BBPROF_STATUS_CONCAT(bbprof_result_, __LINE__), \
+                               lhs, expr)
+#define BBPROF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                 \
+  if (!tmp.ok()) return tmp.status();                \
+  lhs = std::move(tmp).value()
+
 #endif  // BBPROF_BASE_STATUS_H_

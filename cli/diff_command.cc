@@ -9,11 +9,11 @@
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
 #include "cli/nest_flags.h"
-#include "nesting/diff.h"
-#include "nesting/output.h"
-#include "trace/json_text.h"
+#include "results/diff/diff.h"
+#include "results/validate.h"
+#include "results/writer.h"
+#include "base/json_text.h"
 #include "viz/diff_view.h"
-#include "viz/result_json.h"
 
 namespace bbprof::cli {
 
@@ -154,7 +154,7 @@ int Run(std::span<const std::string> args) {
   const nlohmann::ordered_json doc = nesting::DiffToJson(diff);
   if (cl.Has("json")) {
     if (Status s =
-            WriteFileAtomically(cl.Get<std::string>("json"), trace::JsonText(doc));
+            WriteFileAtomically(cl.Get<std::string>("json"), JsonText(doc));
         !s.ok()) {
       return cl.Fail(s);
     }

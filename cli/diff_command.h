@@ -1,6 +1,6 @@
 // bbprof diff BEFORE AFTER: what changed between two nesting results (two
 // result documents, or two traces or captures nested with the same
-// parameters); nesting/diff.h holds the comparison.
+// parameters); results/diff/diff.h holds the comparison.
 #ifndef BBPROF_CLI_DIFF_COMMAND_H_
 #define BBPROF_CLI_DIFF_COMMAND_H_
 

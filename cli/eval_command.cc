@@ -12,11 +12,11 @@
 #include "cli/eval_params.h"
 #include "cli/naming_flags.h"
 #include "cli/nest_flags.h"
-#include "nesting/evaluation.h"
-#include "nesting/result_eval.h"
-#include "trace/json_text.h"
+#include "results/eval/evaluation.h"
+#include "results/eval/result_eval.h"
+#include "results/validate.h"
+#include "base/json_text.h"
 #include "trace/timestamp.h"
-#include "viz/result_json.h"
 
 namespace bbprof::cli {
 
@@ -103,7 +103,7 @@ int Run(std::span<const std::string> args) {
   if (cl.Has("json")) {
     if (Status s = WriteFileAtomically(
             cl.Get<std::string>("json"),
-            trace::JsonText(nesting::ResultEvaluationToJson(*ev)));
+            JsonText(nesting::ResultEvaluationToJson(*ev)));
         !s.ok()) {
       return cl.Fail(s);
     }

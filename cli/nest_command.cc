@@ -16,11 +16,11 @@
 #include "cli/analysis_input.h"
 #include "cli/command_line.h"
 #include "cli/nest_flags.h"
-#include "nesting/marks.h"
 #include "nesting/nesting.h"
-#include "nesting/output.h"
 #include "nesting/requests/request_export.h"
-#include "trace/json_text.h"
+#include "results/marks.h"
+#include "results/writer.h"
+#include "base/json_text.h"
 #include "trace/reader.h"
 #include "trace/timestamp.h"
 #include "viz/render.h"
@@ -229,7 +229,7 @@ int Run(std::span<const std::string> args) {
     if (!s.ok()) return cl.Fail(s.WithContext(cl.Get<std::string>(flag)));
   }
   if (cl.Has("json")) {
-    std::string text = trace::JsonText(doc);
+    std::string text = JsonText(doc);
     if (Status s = WriteFileAtomically(cl.Get<std::string>("json"), text);
         !s.ok()) {
       return cl.Fail(s);

@@ -4,8 +4,8 @@
 #include "cli/render_command.h"
 
 #include "cli/command_line.h"
+#include "results/validate.h"
 #include "viz/render.h"
-#include "viz/result_json.h"
 
 namespace bbprof::cli {
 

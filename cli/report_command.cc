@@ -4,9 +4,9 @@
 
 #include "base/atomic_file.h"
 #include "cli/command_line.h"
+#include "results/validate.h"
 #include "trace/timestamp.h"
 #include "viz/report.h"
-#include "viz/result_json.h"
 
 namespace bbprof::cli {
 

@@ -10,7 +10,7 @@
 
 #include "base/version.h"
 #include "convolution/search_steps.h"
-#include "trace/json_text.h"
+#include "base/json_text.h"
 
 namespace bbprof::convolution {
 
@@ -321,7 +321,7 @@ std::string ResultJson(const TraceSummary& msgs, const Params& params,
         {{"nodes", p.nodes}, {"delays_s", p.delays_s}, {"count", p.count}});
   }
   j["paths"] = ps;
-  return trace::JsonText(j);
+  return JsonText(j);
 }
 
 std::string ResultText(const TraceSummary& msgs, const PathGraph& graph) {

@@ -9,7 +9,7 @@
 
 #include "cli/eval_params.h"
 #include "fuzz/fuzz_util.h"
-#include "viz/result_json.h"
+#include "results/validate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bbprof;

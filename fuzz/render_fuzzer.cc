@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "fuzz/fuzz_util.h"
+#include "results/validate.h"
 #include "viz/render.h"
-#include "viz/result_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bbprof;

@@ -1,5 +1,5 @@
 // libFuzzer target for the result-JSON reader every consumer of results runs
-// first (viz/result_json.h: `render`, `eval` and the report): the document
+// first (results/validate.h: `render`, `eval` and the report): the document
 // parsed as `eval` parses it, then ValidateResult. The validator must never
 // throw (nlohmann::json's type errors included) and a refusal names a JSON
 // path ("$" or a field).
@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_util.h"
-#include "viz/result_json.h"
+#include "results/validate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace bbprof;

@@ -37,7 +37,7 @@ class LogHistogram {
   // Every non-empty fine bin in ascending order, as f(lo_ns, hi_ns, count):
   // [lo, hi) for bins of positive values, (lo, hi] for negative ones and
   // lo == hi == 0 for zero. Two histograms share one grid, so their bins
-  // line up (what the rank test of nesting/diff.h relies on).
+  // line up (what the rank test of results/diff/diff.h relies on).
   void ForEachBin(const std::function<void(double, double, uint64_t)>& f) const;
   uint64_t count() const { return count_; }
   double mean_s() const;

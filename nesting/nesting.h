@@ -144,7 +144,7 @@ struct PatternNode {
   std::vector<PatternNode> children;  // display order: mean call delay, name
 };
 
-// A reason to doubt that a pattern happened as inferred (nesting/marks.h):
+// A reason to doubt that a pattern happened as inferred (results/marks.h):
 // kind is a short key ("rare-variant", "high-parallelism"), reason says why
 // in a sentence for people.
 struct Suspect {
@@ -197,7 +197,7 @@ struct Pattern {
   double total_latency_s() const {
     return trace::NsToSeconds(total_latency_ns);
   }
-  std::vector<Suspect> suspects;  // filled by MarkSuspects (nesting/marks.h)
+  std::vector<Suspect> suspects;  // filled by MarkSuspects (results/marks.h)
   // The instance whose latency is nearest the median, and the slowest (the
   // earliest of equals), for a waterfall picture.
   Example median, slowest;
@@ -295,7 +295,7 @@ struct NestingResult {
   std::vector<EdgeSkew> skew;     // edges given a nonzero window, by name
   std::vector<Pattern> patterns;  // in the order of `sort` (SortPatterns)
   SortKey sort = SortKey::kTotalLatency;
-  // Doubts about the whole result, for people (nesting/marks.h): written
+  // Doubts about the whole result, for people (results/marks.h): written
   // to the result JSON's "warnings" and, by nest, to standard error.
   std::vector<std::string> warnings;
 };
@@ -319,7 +319,7 @@ struct CallInfo {
   uint32_t parent = kNoParent;
   uint32_t root_pattern = kNoParent;  // index into patterns before sorting
   // As observed: what a per-request export (nesting/requests/request_export.h) and
-  // the scoring of one (nesting/result_eval.h) need.
+  // the scoring of one (results/eval/result_eval.h) need.
   trace::TimeNs call_ns = 0;
   trace::TimeNs ret_ns = 0;  // assumed when imputed; meaningless unmatched
   trace::NodeId caller = 0, callee = 0;  // into DetailedResult::node_names

@@ -18,6 +18,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev python3 tshark tcpdump
   time  # /usr/bin/time -v: peak memory in bench/
+  universal-ctags  # scripts/long_functions.sh
   # real servers for the end-to-end capture tests (loopback only); nodejs
   # also checks exports against their consumers' definitions (tests/nesting)
   nginx-light redis-server dnsmasq-base memcached nodejs

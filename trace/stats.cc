@@ -7,7 +7,7 @@
 
 #include "base/progress.h"
 #include "trace/byte_stream.h"
-#include "trace/json_text.h"
+#include "base/json_text.h"
 #include "trace/timestamp.h"
 
 namespace bbprof::trace {

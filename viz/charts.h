@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "viz/nest_model.h"
+#include "results/model.h"
 
 namespace bbprof::viz {
 

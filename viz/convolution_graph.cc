@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "viz/result_json.h"
+#include "results/validate.h"
 #include "viz/style.h"
 
 namespace bbprof::viz {
@@ -12,7 +12,7 @@ using nlohmann::json;
 Result<ConvGraph> ParseConvolve(const json& doc) {
   ConvGraph g;
   const json* roots;
-  VIZ_ASSIGN(roots, GetArray(doc, "", "roots"));
+  BBPROF_ASSIGN_OR_RETURN(roots, GetArray(doc, "", "roots"));
   for (size_t i = 0; i < roots->size(); ++i) {
     if (!(*roots)[i].is_string()) {
       return FieldError("roots[" + std::to_string(i) + "]", "a string",
@@ -21,13 +21,13 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
     g.roots.push_back((*roots)[i].get<std::string>());
   }
   const json* vertices;
-  VIZ_ASSIGN(vertices, GetArray(doc, "", "vertices"));
+  BBPROF_ASSIGN_OR_RETURN(vertices, GetArray(doc, "", "vertices"));
   for (size_t i = 0; i < vertices->size(); ++i) {
     std::string path = "vertices[" + std::to_string(i) + "]";
     int64_t id;
     std::string node;
-    VIZ_ASSIGN(id, GetInteger((*vertices)[i], path, "id"));
-    VIZ_ASSIGN(node, GetString((*vertices)[i], path, "node"));
+    BBPROF_ASSIGN_OR_RETURN(id, GetInteger((*vertices)[i], path, "id"));
+    BBPROF_ASSIGN_OR_RETURN(node, GetString((*vertices)[i], path, "node"));
     for (const auto& v : g.vertices) {
       if (v.first == id)
         return Status::Error(path + ".id: duplicate vertex id " +
@@ -40,14 +40,14 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
                        [&](const auto& v) { return v.first == id; });
   };
   const json* edges;
-  VIZ_ASSIGN(edges, GetArray(doc, "", "edges"));
+  BBPROF_ASSIGN_OR_RETURN(edges, GetArray(doc, "", "edges"));
   for (size_t i = 0; i < edges->size(); ++i) {
     std::string path = "edges[" + std::to_string(i) + "]";
     const json& e = (*edges)[i];
     ConvEdge ce;
-    VIZ_ASSIGN(ce.from, GetInteger(e, path, "from"));
-    VIZ_ASSIGN(ce.to, GetInteger(e, path, "to"));
-    VIZ_ASSIGN(ce.count, GetInteger(e, path, "count"));
+    BBPROF_ASSIGN_OR_RETURN(ce.from, GetInteger(e, path, "from"));
+    BBPROF_ASSIGN_OR_RETURN(ce.to, GetInteger(e, path, "to"));
+    BBPROF_ASSIGN_OR_RETURN(ce.count, GetInteger(e, path, "count"));
     if (!known(ce.from))
       return Status::Error(path + ".from: no vertex with id " +
                            std::to_string(ce.from));
@@ -55,12 +55,13 @@ Result<ConvGraph> ParseConvolve(const json& doc) {
       return Status::Error(path + ".to: no vertex with id " +
                            std::to_string(ce.to));
     const json* delays;
-    VIZ_ASSIGN(delays, GetArray(e, path, "delays"));
+    BBPROF_ASSIGN_OR_RETURN(delays, GetArray(e, path, "delays"));
     for (size_t k = 0; k < delays->size(); ++k) {
       std::string dp = path + ".delays[" + std::to_string(k) + "]";
       ConvDelay d;
-      VIZ_ASSIGN(d.delay_s, GetNumber((*delays)[k], dp, "delay_s"));
-      VIZ_ASSIGN(d.count, GetInteger((*delays)[k], dp, "count"));
+      BBPROF_ASSIGN_OR_RETURN(d.delay_s,
+                              GetNumber((*delays)[k], dp, "delay_s"));
+      BBPROF_ASSIGN_OR_RETURN(d.count, GetInteger((*delays)[k], dp, "count"));
       ce.delays.push_back(d);
     }
     // The spec promises declining count order; keep it even if a producer

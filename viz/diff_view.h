@@ -1,4 +1,4 @@
-// The picture of a `bbprof diff` (nesting/diff.h; JSON in docs/formats.md,
+// The picture of a `bbprof diff` (results/diff/diff.h; JSON in docs/formats.md,
 // "Diff result"): one self-contained HTML page with, per pattern in the
 // diff's rank order, its graph (Graphviz, inline SVG) with each node filled
 // by its change in mean latency, and the numbers in a table. The colours

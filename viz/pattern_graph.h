@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "results/model.h"
 #include "viz/graphviz.h"
-#include "viz/nest_model.h"
 #include "viz/style.h"
 
 namespace bbprof::viz {

@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "base/atomic_file.h"
+#include "results/validate.h"
 #include "viz/convolution_graph.h"
 #include "viz/graphviz.h"
 #include "viz/pattern_graph.h"
-#include "viz/result_json.h"
 
 namespace bbprof::viz {
 
@@ -38,7 +38,7 @@ Result<std::vector<RenderedFile>> RenderNest(GraphvizSession* gv,
                                              const json& doc,
                                              const RenderOptions& options) {
   std::vector<Pattern> patterns;
-  VIZ_ASSIGN(patterns, ParseNest(doc, options.top));
+  BBPROF_ASSIGN_OR_RETURN(patterns, ParseNest(doc, options.top));
   const std::string ext = FormatExtension(options.format);
   std::vector<RenderedFile> files;
   std::string body;
@@ -49,8 +49,8 @@ Result<std::vector<RenderedFile>> RenderNest(GraphvizSession* gv,
       text += "\\nin " + EscapeLabel(doc["input"]["path"].get<std::string>());
     }
     std::string contents;
-    VIZ_ASSIGN(contents,
-               RenderMessage(gv, "no_patterns", text, options.format));
+    BBPROF_ASSIGN_OR_RETURN(
+        contents, RenderMessage(gv, "no_patterns", text, options.format));
     files.push_back({"patterns." + ext, std::move(contents)});
     body = "<p>No patterns: <a href=\"patterns." + ext + "\">patterns." + ext +
            "</a></p>\n";
@@ -71,8 +71,9 @@ Result<std::vector<RenderedFile>> RenderNest(GraphvizSession* gv,
   for (size_t i = 0; i < patterns.size(); ++i) {
     const Pattern& p = patterns[i];
     std::string contents;
-    VIZ_ASSIGN(contents,
-               RenderPattern(gv, p, i, scale, graph_options, options.format));
+    BBPROF_ASSIGN_OR_RETURN(
+        contents,
+        RenderPattern(gv, p, i, scale, graph_options, options.format));
     std::string name = "pattern-" + PatternId(i).substr(1) + "." + ext;
     std::string link =
         options.one_page ? "patterns." + ext + "#" + PatternId(i) : name;
@@ -97,7 +98,7 @@ Result<std::vector<RenderedFile>> RenderNest(GraphvizSession* gv,
   if (options.one_page) {
     std::string page;
     if (options.format == Format::kSvg) {
-      VIZ_ASSIGN(page, StackSvgs(pictures));
+      BBPROF_ASSIGN_OR_RETURN(page, StackSvgs(pictures));
     } else if (options.format == Format::kDot) {
       // A sequence of graphs, which `dot` reads one after another.
       for (const auto& g : pictures) page += g;
@@ -115,12 +116,12 @@ Result<std::vector<RenderedFile>> RenderConvolve(GraphvizSession* gv,
                                                  const json& doc,
                                                  const RenderOptions& options) {
   ConvGraph cg;
-  VIZ_ASSIGN(cg, ParseConvolve(doc));
+  BBPROF_ASSIGN_OR_RETURN(cg, ParseConvolve(doc));
   const std::string name =
       std::string("convolution.") + FormatExtension(options.format);
   std::string contents;
-  VIZ_ASSIGN(contents,
-             RenderConvolution(gv, cg, options.highlight, options.format));
+  BBPROF_ASSIGN_OR_RETURN(
+      contents, RenderConvolution(gv, cg, options.highlight, options.format));
   std::vector<RenderedFile> files;
   files.push_back({name, std::move(contents)});
   files.push_back(
@@ -162,7 +163,7 @@ Result<std::vector<RenderedFile>> RenderResult(const nlohmann::json& result,
                                                const RenderOptions& options) {
   BBPROF_RETURN_IF_ERROR(ValidateResult(result));
   std::string tool;
-  VIZ_ASSIGN(tool, GetString(result, "", "tool"));
+  BBPROF_ASSIGN_OR_RETURN(tool, GetString(result, "", "tool"));
   if (options.one_page && options.format == Format::kPng &&
       tool == "bbprof nest") {
     return Status::Error("--one-page is available for svg and dot, not png");

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "viz/nest_model.h"
+#include "results/model.h"
 #include "viz/style.h"
 
 namespace bbprof::viz {

@@ -5,14 +5,15 @@
 #include <cstdlib>
 
 #include "base/atomic_file.h"
-#include "nesting/marks.h"
+#include "base/json_text.h"
+#include "results/marks.h"
+#include "results/model.h"
+#include "results/validate.h"
 #include "viz/charts.h"
 #include "viz/convolution_graph.h"
 #include "viz/graphviz.h"
-#include "viz/nest_model.h"
 #include "viz/pattern_graph.h"
 #include "viz/report_assets.h"
-#include "viz/result_json.h"
 #include "viz/service_map.h"
 #include "viz/style.h"
 
@@ -39,7 +40,7 @@ std::string InputValue(const json& in, const char* key) {
   if (it->is_string()) return it->get<std::string>();
   if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
   if (it->is_number()) return Printf("%.6g", it->get<double>());
-  return it->dump();
+  return JsonCompact(*it);
 }
 
 // "What the input was": the input object, the trace's meta lines (the
@@ -207,7 +208,8 @@ Result<std::string> PatternDetails(GraphvizSession* gv, const Pattern& p,
   PatternGraphOptions go;
   go.legend = false;  // once, at the top of the page
   std::string svg;
-  VIZ_ASSIGN(svg, RenderPattern(gv, p, index, scale, go, Format::kSvg));
+  BBPROF_ASSIGN_OR_RETURN(svg,
+                          RenderPattern(gv, p, index, scale, go, Format::kSvg));
   const PatternNode& c = NodeAt(p, p.culprit_path);
   std::string out = "<details class=\"pattern\" id=\"" + PatternId(index) +
                     "\"" + (open ? " open" : "") + "><summary>#" +
@@ -264,7 +266,7 @@ std::string LegendSection(double max_s) {
 Result<std::string> NestReport(GraphvizSession* gv, const json& doc,
                                const ReportOptions& options) {
   std::vector<Pattern> patterns;
-  VIZ_ASSIGN(patterns, ParseNest(doc, options.top));
+  BBPROF_ASSIGN_OR_RETURN(patterns, ParseNest(doc, options.top));
   const HeatScale scale(MaxAddedTime(patterns));
   double window =
       options.window_s > 0 ? options.window_s : DefaultWindow(patterns);
@@ -294,7 +296,7 @@ Result<std::string> NestReport(GraphvizSession* gv, const json& doc,
 
   ServiceMap map = BuildServiceMap(patterns);
   std::string map_svg;
-  VIZ_ASSIGN(map_svg, RenderServiceMap(gv, map, Format::kSvg));
+  BBPROF_ASSIGN_OR_RETURN(map_svg, RenderServiceMap(gv, map, Format::kSvg));
   body += "<section id=\"map\"><h2>Service map</h2><p>" +
           HtmlEscape(kLegendMap) + "</p><div class=\"graph\">" +
           InlineSvg(map_svg) + "</div></section>";
@@ -308,7 +310,8 @@ Result<std::string> NestReport(GraphvizSession* gv, const json& doc,
   body += "<section id=\"details\"><h2>Each pattern</h2>";
   for (size_t i = 0; i < patterns.size(); ++i) {
     std::string d;
-    VIZ_ASSIGN(d, PatternDetails(gv, patterns[i], i, scale, i < options.open));
+    BBPROF_ASSIGN_OR_RETURN(
+        d, PatternDetails(gv, patterns[i], i, scale, i < options.open));
     body += d;
   }
   body += "</section>";
@@ -326,9 +329,9 @@ Result<std::string> NestReport(GraphvizSession* gv, const json& doc,
 
 Result<std::string> ConvolveReport(GraphvizSession* gv, const json& doc) {
   ConvGraph cg;
-  VIZ_ASSIGN(cg, ParseConvolve(doc));
+  BBPROF_ASSIGN_OR_RETURN(cg, ParseConvolve(doc));
   std::string svg;
-  VIZ_ASSIGN(svg, RenderConvolution(gv, cg, true, Format::kSvg));
+  BBPROF_ASSIGN_OR_RETURN(svg, RenderConvolution(gv, cg, true, Format::kSvg));
   std::string body = InputSection(doc, nullptr);
   body += "<section id=\"graph\"><h2>Message graph</h2><p>" +
           HtmlEscape(kLegendConvEdge) + "</p><div class=\"graph\">" +
@@ -343,7 +346,7 @@ Result<std::string> BuildReport(const json& result,
                                 const ReportOptions& options) {
   BBPROF_RETURN_IF_ERROR(ValidateResult(result));
   std::string tool;
-  VIZ_ASSIGN(tool, GetString(result, "", "tool"));
+  BBPROF_ASSIGN_OR_RETURN(tool, GetString(result, "", "tool"));
   if (options.window_s < 0) return Status::Error("the window must be positive");
   GraphvizSession gv;
   if (gv.gvc() == nullptr)

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "results/model.h"
 #include "viz/graphviz.h"
-#include "viz/nest_model.h"
 
 namespace bbprof::viz {
 

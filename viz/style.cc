@@ -34,23 +34,6 @@ std::string Percent(double share) {
   return Printf("%.0f%%", std::round(share * 100.0));
 }
 
-std::string FormatDuration(double seconds) {
-  double a = std::fabs(seconds);
-  if (a == 0) return "0 s";
-  auto three = [](double v, const char* unit) {
-    const char* fmt = std::fabs(v) >= 100  ? "%.0f %s"
-                      : std::fabs(v) >= 10 ? "%.1f %s"
-                                           : "%.2f %s";
-    char buf[64];
-    std::snprintf(buf, sizeof buf, fmt, v, unit);
-    return std::string(buf);
-  };
-  if (a >= 1) return three(seconds, "s");
-  if (a >= 1e-3) return three(seconds * 1e3, "ms");
-  if (a >= 1e-6) return three(seconds * 1e6, "\xC2\xB5s");
-  return three(seconds * 1e9, "ns");
-}
-
 double AddedTime(double own_time_s, int64_t instances) {
   return std::max(0.0, own_time_s) * static_cast<double>(instances);
 }

@@ -12,11 +12,9 @@
 #include <string_view>
 #include <vector>
 
-namespace bbprof::viz {
+#include "base/duration.h"
 
-// Formats seconds for a label with three significant digits: "812 s",
-// "156 ms", "12.3 µs", "0 s".
-std::string FormatDuration(double seconds);
+namespace bbprof::viz {
 
 // "61%" for 0.61.
 std::string Percent(double share);

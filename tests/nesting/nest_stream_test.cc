@@ -28,7 +28,7 @@
 
 #include "nesting/drivers/drivers.h"
 #include "nesting/drivers/stream_driver.h"
-#include "nesting/output.h"
+#include "results/writer.h"
 #include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"

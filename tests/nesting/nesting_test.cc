@@ -20,14 +20,14 @@
 
 #include "base/workers.h"
 #include "nesting/bins.h"
-#include "nesting/evaluation.h"
-#include "nesting/output.h"
 #include "nesting/skew/skew.h"
 #include "nesting/skew/skew_estimation.h"
 #include "nesting/steps/call_pairs.h"
 #include "nesting/steps/candidates.h"
 #include "nesting/steps/parent_choice.h"
 #include "nesting/steps/scoreboards.h"
+#include "results/eval/evaluation.h"
+#include "results/writer.h"
 #include "tests/util/temp_dir.h"
 #include "trace/reader.h"
 

@@ -1,6 +1,6 @@
 // End-to-end tests of `bbprof nest --requests` (every inferred request, in
 // the formats of nesting/requests/request_export.h) and of `bbprof eval` scoring the
-// result and requests it is handed (nesting/result_eval.h), through the
+// result and requests it is handed (results/eval/result_eval.h), through the
 // binary.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "nesting/evaluation.h"
+#include "results/eval/evaluation.h"
 #include "tests/util/run_cli.h"
 #include "tests/util/temp_dir.h"
 
@@ -525,7 +525,7 @@ TEST(ResultEvalCliTest, OutOfRangeParamsAreRefusedNamingTheField) {
 }
 
 // eval of the exported requests gives the figures of the re-run evaluation
-// (nesting/evaluation.h, which compares the engine's own two runs call by
+// (results/eval/evaluation.h, which compares the engine's own two runs call by
 // call), on a maketrace sample with overlapping requests.
 TEST(ResultEvalCliTest, ExportedRequestsGiveTheRerunFigures) {
   TempDir dir;

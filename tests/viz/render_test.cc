@@ -297,14 +297,5 @@ TEST(OwnTimeTest, ChildrenClippedToParentAndNeverNegative) {
   EXPECT_NEAR(OwnTime(0.0, {{0.0, 0.1}}), 0.0, 1e-12);
 }
 
-TEST(FormatDurationTest, ThreeSignificantDigits) {
-  EXPECT_EQ(FormatDuration(0), "0 s");
-  EXPECT_EQ(FormatDuration(812.4), "812 s");
-  EXPECT_EQ(FormatDuration(0.156), "156 ms");
-  EXPECT_EQ(FormatDuration(0.0123), "12.3 ms");
-  EXPECT_EQ(FormatDuration(2.5e-6), "2.50 \xC2\xB5s");
-  EXPECT_EQ(FormatDuration(4e-9), "4.00 ns");
-}
-
 }  // namespace
 }  // namespace bbprof::viz

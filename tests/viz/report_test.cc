@@ -6,10 +6,10 @@
 
 #include <regex>
 
+#include "results/model.h"
 #include "tests/util/temp_dir.h"
 #include "tests/viz/test_data.h"
 #include "viz/charts.h"
-#include "viz/nest_model.h"
 #include "viz/service_map.h"
 
 namespace bbprof::viz {

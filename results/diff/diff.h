@@ -15,8 +15,8 @@
 //   alpha.
 // - Ranked by impact on total time: the after side's total latency minus the
 //   before side's, scaled to the after side's number of requests.
-#ifndef BBPROF_NESTING_DIFF_H_
-#define BBPROF_NESTING_DIFF_H_
+#ifndef BBPROF_RESULTS_DIFF_DIFF_H_
+#define BBPROF_RESULTS_DIFF_DIFF_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -147,4 +147,4 @@ void HolmAdjust(std::vector<double>& p);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_DIFF_H_
+#endif  // BBPROF_RESULTS_DIFF_DIFF_H_

@@ -6,15 +6,15 @@
 // child's pathid), as the paper does, which yields the true trees. The
 // truth trace must be the result's input: its size and CRC-32 are checked
 // against the ones nest recorded.
-#ifndef BBPROF_NESTING_RESULT_EVAL_H_
-#define BBPROF_NESTING_RESULT_EVAL_H_
+#ifndef BBPROF_RESULTS_EVAL_RESULT_EVAL_H_
+#define BBPROF_RESULTS_EVAL_RESULT_EVAL_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/status.h"
-#include "nesting/evaluation.h"
 #include "nesting/nesting.h"
+#include "results/eval/evaluation.h"
 
 namespace bbprof::nesting {
 
@@ -51,4 +51,4 @@ std::string ResultEvaluationToText(const ResultEvaluation& e);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_RESULT_EVAL_H_
+#endif  // BBPROF_RESULTS_EVAL_RESULT_EVAL_H_

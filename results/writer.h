@@ -1,8 +1,8 @@
 // Output of a nesting result: the result JSON of shared/spec/results-json.md
 // (the contract that render, eval and user scripts read) and a readable text
 // report with the information of the paper's Figure 8.
-#ifndef BBPROF_NESTING_OUTPUT_H_
-#define BBPROF_NESTING_OUTPUT_H_
+#ifndef BBPROF_RESULTS_WRITER_H_
+#define BBPROF_RESULTS_WRITER_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -39,4 +39,4 @@ double OwnTimeSeconds(const PatternNode& node);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_OUTPUT_H_
+#endif  // BBPROF_RESULTS_WRITER_H_

@@ -7,8 +7,8 @@
 // one child more. Those variants are rare, and their rate grows with the
 // trace's parallelism (section 5.1.2; Figure 19 and docs/benchmarks.md,
 // "Robustness").
-#ifndef BBPROF_NESTING_MARKS_H_
-#define BBPROF_NESTING_MARKS_H_
+#ifndef BBPROF_RESULTS_MARKS_H_
+#define BBPROF_RESULTS_MARKS_H_
 
 #include <cstdint>
 
@@ -52,4 +52,4 @@ void MarkSuspects(NestingResult& result);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_MARKS_H_
+#endif  // BBPROF_RESULTS_MARKS_H_

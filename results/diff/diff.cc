@@ -1,4 +1,4 @@
-#include "nesting/diff.h"
+#include "results/diff/diff.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,9 @@
 #include <sstream>
 #include <utility>
 
+#include "base/duration.h"
 #include "base/version.h"
-#include "nesting/output.h"
+#include "results/writer.h"
 
 namespace bbprof::nesting {
 
@@ -220,20 +221,9 @@ void CellsInOrder(const SideNode& n,
   for (const SideNode& c : n.children) CellsInOrder(c, out);
 }
 
-std::string FormatSeconds(double s, bool sign) {
-  char buf[48];
-  const char* f = sign ? "%+.3f %s" : "%.3f %s";
-  double a = std::fabs(s);
-  if (a >= 1.0) {
-    std::snprintf(buf, sizeof buf, f, s, "s");
-  } else if (a >= 1e-3 || a == 0) {
-    std::snprintf(buf, sizeof buf, f, s * 1e3, "ms");
-  } else {
-    std::snprintf(buf, sizeof buf, sign ? "%+.1f %s" : "%.1f %s", s * 1e6,
-                  "us");
-  }
-  return buf;
-}
+// diff's text writes a zero as milliseconds, beside the changes it sits with.
+constexpr SecondsFormat kLevel{.zero_in_ms = true};
+constexpr SecondsFormat kChange{.sign = true, .zero_in_ms = true};
 
 std::string FormatP(double p) {
   if (p < 1e-16) return "< 1e-16";
@@ -647,7 +637,7 @@ std::string DiffToText(const DiffResult& r) {
       out << "  (" << ChangeName(p.change) << ")";
     out << (AnySignificant(p) ? "  *" : "") << "\n";
     std::snprintf(buf, sizeof buf, "  impact %s; count %llu -> %llu",
-                  FormatSeconds(p.impact_s, true).c_str(),
+                  FormatSeconds(p.impact_s, kChange).c_str(),
                   static_cast<unsigned long long>(p.count_before),
                   static_cast<unsigned long long>(p.count_after));
     out << buf;
@@ -659,13 +649,13 @@ std::string DiffToText(const DiffResult& r) {
     for (const NodeDiff& n : p.nodes) {
       out << "    " << n.label << ": ";
       if (n.has_before && n.has_after) {
-        out << "mean " << FormatSeconds(n.before.mean, false) << " -> "
-            << FormatSeconds(n.after.mean, false) << " ("
-            << FormatSeconds(n.after.mean - n.before.mean, true) << "), p50 "
-            << FormatSeconds(n.after.p50 - n.before.p50, true) << ", p90 "
-            << FormatSeconds(n.after.p90 - n.before.p90, true) << ", p99 "
-            << FormatSeconds(n.after.p99 - n.before.p99, true) << ", own "
-            << FormatSeconds(n.own_after_s - n.own_before_s, true);
+        out << "mean " << FormatSeconds(n.before.mean, kLevel) << " -> "
+            << FormatSeconds(n.after.mean, kLevel) << " ("
+            << FormatSeconds(n.after.mean - n.before.mean, kChange) << "), p50 "
+            << FormatSeconds(n.after.p50 - n.before.p50, kChange) << ", p90 "
+            << FormatSeconds(n.after.p90 - n.before.p90, kChange) << ", p99 "
+            << FormatSeconds(n.after.p99 - n.before.p99, kChange) << ", own "
+            << FormatSeconds(n.own_after_s - n.own_before_s, kChange);
         if (n.latency.tested) {
           out << " (p " << FormatP(n.latency.p_adjusted)
               << (n.latency.significant ? " *" : "") << ")";
@@ -674,9 +664,9 @@ std::string DiffToText(const DiffResult& r) {
         }
       } else {
         const Summary& s = n.has_after ? n.after : n.before;
-        out << "mean " << FormatSeconds(s.mean, false) << ", p50 "
-            << FormatSeconds(s.p50, false) << ", p99 "
-            << FormatSeconds(s.p99, false);
+        out << "mean " << FormatSeconds(s.mean, kLevel) << ", p50 "
+            << FormatSeconds(s.p50, kLevel) << ", p99 "
+            << FormatSeconds(s.p99, kLevel);
       }
       out << "\n";
     }

@@ -1,4 +1,4 @@
-#include "nesting/evaluation.h"
+#include "results/eval/evaluation.h"
 
 #include <algorithm>
 #include <cmath>

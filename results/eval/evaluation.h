@@ -4,8 +4,8 @@
 // (candidate parents must share the child's path instance), which yields
 // the true paths. Both runs see the same calls in the same order, so they
 // can be compared call by call.
-#ifndef BBPROF_NESTING_EVALUATION_H_
-#define BBPROF_NESTING_EVALUATION_H_
+#ifndef BBPROF_RESULTS_EVAL_EVALUATION_H_
+#define BBPROF_RESULTS_EVAL_EVALUATION_H_
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -84,4 +84,4 @@ std::string EvaluationToText(const Evaluation& e);
 
 }  // namespace bbprof::nesting
 
-#endif  // BBPROF_NESTING_EVALUATION_H_
+#endif  // BBPROF_RESULTS_EVAL_EVALUATION_H_

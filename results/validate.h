@@ -4,8 +4,8 @@
 // of results runs first (render, eval), so a malformed or forged result is
 // refused with `patterns[3].root.latency_s.mean: negative (...)` instead of
 // being drawn or scored.
-#ifndef BBPROF_VIZ_RESULT_JSON_H_
-#define BBPROF_VIZ_RESULT_JSON_H_
+#ifndef BBPROF_RESULTS_VALIDATE_H_
+#define BBPROF_RESULTS_VALIDATE_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -52,14 +52,4 @@ Result<const nlohmann::json*> GetArray(const nlohmann::json& obj,
 
 }  // namespace bbprof::viz
 
-// `VIZ_ASSIGN(lhs, expr)`: lhs = the value of a Result, or return its error.
-#define VIZ_CONCAT_INNER(a, b) a##b
-#define VIZ_CONCAT(a, b) VIZ_CONCAT_INNER(a, b)
-#define VIZ_ASSIGN(lhs, expr) \
-  VIZ_ASSIGN_IMPL(VIZ_CONCAT(viz_r_, __LINE__), lhs, expr)
-#define VIZ_ASSIGN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                    \
-  if (!tmp.ok()) return tmp.status();   \
-  lhs = std::move(tmp).value()
-
-#endif  // BBPROF_VIZ_RESULT_JSON_H_
+#endif  // BBPROF_RESULTS_VALIDATE_H_

@@ -1,8 +1,8 @@
-#include "viz/nest_model.h"
+#include "results/model.h"
 
 #include <algorithm>
 
-#include "viz/result_json.h"
+#include "results/validate.h"
 #include "viz/style.h"
 
 namespace bbprof::viz {
@@ -38,9 +38,9 @@ Status ParseHistogram(const json& j, const std::string& path, const char* key,
   const std::string p = JoinPath(path, key);
   if (!it->is_object()) return FieldError(p, "an object", "wrong type");
   const json* edges;
-  VIZ_ASSIGN(edges, GetArray(*it, p, "edges_s"));
+  BBPROF_ASSIGN_OR_RETURN(edges, GetArray(*it, p, "edges_s"));
   const json* counts;
-  VIZ_ASSIGN(counts, GetArray(*it, p, "counts"));
+  BBPROF_ASSIGN_OR_RETURN(counts, GetArray(*it, p, "counts"));
   if (!counts->empty() && edges->size() != counts->size() + 1) {
     return Status::Error(p + ".edges_s: " + std::to_string(edges->size()) +
                          " edges for " + std::to_string(counts->size()) +
@@ -73,7 +73,7 @@ Status ParseNode(const json& j, const std::string& path, bool is_root,
                  int depth, PatternNode* out) {
   if (depth > kMaxDepth) return DepthError(path);
   if (!j.is_object()) return FieldError(path, "an object", "wrong type");
-  VIZ_ASSIGN(out->name, GetString(j, path, "node"));
+  BBPROF_ASSIGN_OR_RETURN(out->name, GetString(j, path, "node"));
   // "op" is optional in the result format: absent or null when unknown.
   if (auto op = j.find("op"); op != j.end() && !op->is_null()) {
     if (!op->is_string())
@@ -81,25 +81,25 @@ Status ParseNode(const json& j, const std::string& path, bool is_root,
     out->op = op->get<std::string>();
   }
   const json* lat;
-  VIZ_ASSIGN(lat, Member(j, path, "latency_s", "an object"));
+  BBPROF_ASSIGN_OR_RETURN(lat, Member(j, path, "latency_s", "an object"));
   const std::string lp = path + ".latency_s";
-  VIZ_ASSIGN(out->latency_s, GetNumber(*lat, lp, "mean"));
-  VIZ_ASSIGN(out->p50_s, OptionalNumber(*lat, lp, "p50"));
-  VIZ_ASSIGN(out->p90_s, OptionalNumber(*lat, lp, "p90"));
-  VIZ_ASSIGN(out->p99_s, OptionalNumber(*lat, lp, "p99"));
+  BBPROF_ASSIGN_OR_RETURN(out->latency_s, GetNumber(*lat, lp, "mean"));
+  BBPROF_ASSIGN_OR_RETURN(out->p50_s, OptionalNumber(*lat, lp, "p50"));
+  BBPROF_ASSIGN_OR_RETURN(out->p90_s, OptionalNumber(*lat, lp, "p90"));
+  BBPROF_ASSIGN_OR_RETURN(out->p99_s, OptionalNumber(*lat, lp, "p99"));
   if (!is_root) {
     // The root's call delay is 0 by definition and not drawn.
     const json* cd;
-    VIZ_ASSIGN(cd, Member(j, path, "call_delay_s", "an object"));
-    VIZ_ASSIGN(out->call_delay_s,
-               GetNumber(*cd, path + ".call_delay_s", "mean"));
+    BBPROF_ASSIGN_OR_RETURN(cd, Member(j, path, "call_delay_s", "an object"));
+    BBPROF_ASSIGN_OR_RETURN(out->call_delay_s,
+                            GetNumber(*cd, path + ".call_delay_s", "mean"));
   }
   BBPROF_RETURN_IF_ERROR(
       ParseHistogram(j, path, "latency_hist", &out->latency_hist));
   BBPROF_RETURN_IF_ERROR(
       ParseHistogram(j, path, "own_time_hist", &out->own_time_hist));
   const json* children;
-  VIZ_ASSIGN(children, GetArray(j, path, "children"));
+  BBPROF_ASSIGN_OR_RETURN(children, GetArray(j, path, "children"));
   out->children.resize(children->size());
   for (size_t i = 0; i < children->size(); ++i) {
     BBPROF_RETURN_IF_ERROR(ParseNode((*children)[i],
@@ -123,15 +123,15 @@ Status ParseExampleCall(const json& j, const std::string& path, int depth,
                         ExampleCall* out) {
   if (depth > kMaxDepth) return DepthError(path);
   if (!j.is_object()) return FieldError(path, "an object", "wrong type");
-  VIZ_ASSIGN(out->node, GetString(j, path, "node"));
-  VIZ_ASSIGN(out->caller, GetString(j, path, "caller"));
+  BBPROF_ASSIGN_OR_RETURN(out->node, GetString(j, path, "node"));
+  BBPROF_ASSIGN_OR_RETURN(out->caller, GetString(j, path, "caller"));
   if (auto op = j.find("op"); op != j.end() && !op->is_null()) {
-    VIZ_ASSIGN(out->op, GetString(j, path, "op"));
+    BBPROF_ASSIGN_OR_RETURN(out->op, GetString(j, path, "op"));
   }
-  VIZ_ASSIGN(out->start_s, GetNumber(j, path, "start_s"));
-  VIZ_ASSIGN(out->latency_s, GetNumber(j, path, "latency_s"));
+  BBPROF_ASSIGN_OR_RETURN(out->start_s, GetNumber(j, path, "start_s"));
+  BBPROF_ASSIGN_OR_RETURN(out->latency_s, GetNumber(j, path, "latency_s"));
   const json* children;
-  VIZ_ASSIGN(children, GetArray(j, path, "children"));
+  BBPROF_ASSIGN_OR_RETURN(children, GetArray(j, path, "children"));
   out->children.resize(children->size());
   for (size_t i = 0; i < children->size(); ++i) {
     BBPROF_RETURN_IF_ERROR(ParseExampleCall((*children)[i],
@@ -149,12 +149,12 @@ Status ParseExamples(const json& p, const std::string& path, Pattern* pat) {
   for (auto [key, ex] : {std::pair{"median", &pat->median},
                          std::pair{"slowest", &pat->slowest}}) {
     const json* e;
-    VIZ_ASSIGN(e, Member(*it, ep, key, "an object"));
+    BBPROF_ASSIGN_OR_RETURN(e, Member(*it, ep, key, "an object"));
     const std::string xp = JoinPath(ep, key);
     if (!e->is_object()) return FieldError(xp, "an object", "wrong type");
-    VIZ_ASSIGN(ex->at_s, GetNumber(*e, xp, "at_s"));
+    BBPROF_ASSIGN_OR_RETURN(ex->at_s, GetNumber(*e, xp, "at_s"));
     const json* tree;
-    VIZ_ASSIGN(tree, Member(*e, xp, "tree", "an object"));
+    BBPROF_ASSIGN_OR_RETURN(tree, Member(*e, xp, "tree", "an object"));
     BBPROF_RETURN_IF_ERROR(ParseExampleCall(*tree, xp + ".tree", 0, &ex->tree));
     ex->present = true;
   }
@@ -166,14 +166,14 @@ Status ParseTimeline(const json& p, const std::string& path, Timeline* t) {
   if (it == p.end()) return Status::Ok();
   const std::string tp = path + ".timeline";
   if (!it->is_object()) return FieldError(tp, "an object", "wrong type");
-  VIZ_ASSIGN(t->bucket_s, GetNumber(*it, tp, "bucket_s"));
+  BBPROF_ASSIGN_OR_RETURN(t->bucket_s, GetNumber(*it, tp, "bucket_s"));
   if (!(t->bucket_s > 0))
     return FieldError(tp + ".bucket_s", "a positive number", "not positive");
-  VIZ_ASSIGN(t->start_s, GetNumber(*it, tp, "start_s"));
+  BBPROF_ASSIGN_OR_RETURN(t->start_s, GetNumber(*it, tp, "start_s"));
   const json* counts;
-  VIZ_ASSIGN(counts, GetArray(*it, tp, "counts"));
+  BBPROF_ASSIGN_OR_RETURN(counts, GetArray(*it, tp, "counts"));
   const json* sums;
-  VIZ_ASSIGN(sums, GetArray(*it, tp, "latency_sum_s"));
+  BBPROF_ASSIGN_OR_RETURN(sums, GetArray(*it, tp, "latency_sum_s"));
   if (sums->size() != counts->size()) {
     return Status::Error(tp +
                          ".latency_sum_s: " + std::to_string(sums->size()) +
@@ -207,7 +207,7 @@ Status ParseCulprit(const json& p, const std::string& path, Pattern* pat) {
   const std::string cp = path + ".culprit";
   if (!it->is_object()) return FieldError(cp, "an object", "wrong type");
   const json* steps;
-  VIZ_ASSIGN(steps, GetArray(*it, cp, "path"));
+  BBPROF_ASSIGN_OR_RETURN(steps, GetArray(*it, cp, "path"));
   const PatternNode* n = &pat->root;
   for (size_t i = 0; i < steps->size(); ++i) {
     const json& s = (*steps)[i];
@@ -219,10 +219,11 @@ Status ParseCulprit(const json& p, const std::string& path, Pattern* pat) {
     pat->culprit_path.push_back(s.get<size_t>());
     n = &n->children[pat->culprit_path.back()];
   }
-  VIZ_ASSIGN(pat->culprit_own_s, GetNumber(*it, cp, "own_time_s"));
+  BBPROF_ASSIGN_OR_RETURN(pat->culprit_own_s, GetNumber(*it, cp, "own_time_s"));
   pat->culprit_added_s = AddedTime(pat->culprit_own_s, pat->count);
   if (it->contains("added_s")) {
-    VIZ_ASSIGN(pat->culprit_added_s, GetNumber(*it, cp, "added_s"));
+    BBPROF_ASSIGN_OR_RETURN(pat->culprit_added_s,
+                            GetNumber(*it, cp, "added_s"));
   }
   return Status::Ok();
 }
@@ -234,8 +235,9 @@ Status ParseSuspects(const json& p, const std::string& path, Pattern* pat) {
   if (!it->is_array()) return FieldError(sp, "an array", "wrong type");
   for (size_t i = 0; i < it->size(); ++i) {
     Suspect s;
-    VIZ_ASSIGN(s.kind, GetString((*it)[i], Index(sp, i), "kind"));
-    VIZ_ASSIGN(s.reason, GetString((*it)[i], Index(sp, i), "reason"));
+    BBPROF_ASSIGN_OR_RETURN(s.kind, GetString((*it)[i], Index(sp, i), "kind"));
+    BBPROF_ASSIGN_OR_RETURN(s.reason,
+                            GetString((*it)[i], Index(sp, i), "reason"));
     pat->suspects.push_back(std::move(s));
   }
   return Status::Ok();
@@ -258,7 +260,7 @@ void Culprit(const PatternNode& n, std::vector<size_t>* at,
 
 Result<std::vector<Pattern>> ParseNest(const json& doc, size_t top) {
   const json* arr;
-  VIZ_ASSIGN(arr, GetArray(doc, "", "patterns"));
+  BBPROF_ASSIGN_OR_RETURN(arr, GetArray(doc, "", "patterns"));
   size_t n = arr->size();
   if (top != 0) n = std::min(n, top);
   std::vector<Pattern> out(n);
@@ -267,13 +269,15 @@ Result<std::vector<Pattern>> ParseNest(const json& doc, size_t top) {
     std::string path = Index("patterns", i);
     if (!p.is_object()) return FieldError(path, "an object", "wrong type");
     Pattern& pat = out[i];
-    VIZ_ASSIGN(pat.rank, GetInteger(p, path, "rank"));
-    VIZ_ASSIGN(pat.signature, GetString(p, path, "signature"));
-    VIZ_ASSIGN(pat.count, GetInteger(p, path, "count"));
-    VIZ_ASSIGN(pat.total_latency_s, GetNumber(p, path, "total_latency_s"));
+    BBPROF_ASSIGN_OR_RETURN(pat.rank, GetInteger(p, path, "rank"));
+    BBPROF_ASSIGN_OR_RETURN(pat.signature, GetString(p, path, "signature"));
+    BBPROF_ASSIGN_OR_RETURN(pat.count, GetInteger(p, path, "count"));
+    BBPROF_ASSIGN_OR_RETURN(pat.total_latency_s,
+                            GetNumber(p, path, "total_latency_s"));
     const json* root;
-    VIZ_ASSIGN(root, Member(p, path, "root", "an object"));
-    VIZ_ASSIGN(pat.caller, GetString(*root, path + ".root", "caller"));
+    BBPROF_ASSIGN_OR_RETURN(root, Member(p, path, "root", "an object"));
+    BBPROF_ASSIGN_OR_RETURN(pat.caller,
+                            GetString(*root, path + ".root", "caller"));
     BBPROF_RETURN_IF_ERROR(
         ParseNode(*root, path + ".root", true, 0, &pat.root));
     ComputeOwnTimes(&pat.root);

@@ -1,4 +1,4 @@
-#include "viz/result_json.h"
+#include "results/validate.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "nesting/marks.h"
+#include "results/marks.h"
 
 #include <algorithm>
 #include <cmath>

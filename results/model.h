@@ -4,8 +4,8 @@
 // (result_json.h); the fields the report adds to the spec (histograms,
 // example requests, timelines, culprit, suspect marks) are optional here,
 // and checked with their JSON path when present.
-#ifndef BBPROF_VIZ_NEST_MODEL_H_
-#define BBPROF_VIZ_NEST_MODEL_H_
+#ifndef BBPROF_RESULTS_MODEL_H_
+#define BBPROF_RESULTS_MODEL_H_
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -99,4 +99,4 @@ std::vector<size_t> FindCulprit(const PatternNode& root);
 
 }  // namespace bbprof::viz
 
-#endif  // BBPROF_VIZ_NEST_MODEL_H_
+#endif  // BBPROF_RESULTS_MODEL_H_

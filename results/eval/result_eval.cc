@@ -1,4 +1,4 @@
-#include "nesting/result_eval.h"
+#include "results/eval/result_eval.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +12,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "nesting/output.h"
 #include "nesting/requests/request_export.h"
+#include "results/writer.h"
 #include "trace/byte_stream.h"
 #include "trace/reader.h"
 

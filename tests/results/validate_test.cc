@@ -1,7 +1,7 @@
 // ValidateResult: the one check of a result document (spec/results-json.md)
 // that render and eval run before using it, so that render never draws a
 // malformed result and exits 0.
-#include "viz/result_json.h"
+#include "results/validate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "nesting/output.h"
+#include "results/writer.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/duration.h"
 #include "base/version.h"
 #include "nesting/intervals.h"
 
@@ -85,18 +86,6 @@ nlohmann::ordered_json NodeJson(const PatternNode& n,
   return j;
 }
 
-std::string FormatSeconds(double s) {
-  char buf[32];
-  double a = s < 0 ? -s : s;
-  if (a >= 1.0) {
-    std::snprintf(buf, sizeof buf, "%.3f s", s);
-  } else if (a >= 1e-3) {
-    std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
-  }
-  return buf;
-}
 
 void FindCulpritIn(const PatternNode& n, std::vector<size_t>& at,
                    Culprit* best) {

@@ -1,6 +1,6 @@
-// nesting/diff.h and nesting/marks.h: the statistics of `bbprof diff`, the
+// results/diff/diff.h and results/marks.h: the statistics of `bbprof diff`, the
 // matching of patterns and nodes, and the marks on likely artefacts.
-#include "nesting/diff.h"
+#include "results/diff/diff.h"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "nesting/marks.h"
-#include "nesting/output.h"
+#include "results/marks.h"
+#include "results/writer.h"
 
 namespace bbprof::nesting {
 namespace {
